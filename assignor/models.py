@@ -1,0 +1,140 @@
+"""The planner's public contract (DESIGN.md, Contract 1) as pydantic models.
+
+JSON field names are camelCase; Python attributes are snake_case. Every model forbids unknown fields so that
+a typo in a snapshot is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+TaskId = Annotated[str, Field(min_length=1, description='task id "<subtopology>_<partition>", e.g. "0_3"')]
+ClientId = Annotated[str, Field(min_length=1, description="pod name, e.g. orders-0")]
+
+
+class ContractModel(BaseModel):
+    """Base of every contract model: camelCase aliases, strict about unknown fields, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+    )
+
+
+class RackStrategy(StrEnum):
+    """KIP-925's strategies: none, min cost (4.B.I), min cost with balanced subtopologies (4.B.II)."""
+
+    NONE = "none"
+    MIN_TRAFFIC = "min_traffic"
+    BALANCE_SUBTOPOLOGY = "balance_subtopology"
+
+
+class RackAwareConfig(ContractModel):
+    strategy: RackStrategy = Field(
+        RackStrategy.BALANCE_SUBTOPOLOGY,
+        description="none | min_traffic | balance_subtopology (KIP-925 4.B.I / 4.B.II)",
+    )
+    traffic_cost: int = Field(
+        10, ge=0, le=1000, description="cost of one input partition read from another rack"
+    )
+    non_overlap_cost: int = Field(
+        1, ge=0, le=1000, description="cost of placing a task away from the client that holds it now"
+    )
+
+
+class PlannerConfig(ContractModel):
+    num_standbys: int = Field(0, ge=0, le=16, description="standby replicas per stateful task")
+    acceptable_recovery_lag: int = Field(
+        10_000, ge=0, description="lag (offsets) at or below which a copy counts as caught up"
+    )
+    max_warmup_replicas: int = Field(
+        2, ge=1, description="warmup replicas allowed at once, cluster-wide (KIP-441 max.warmup.replicas)"
+    )
+    rack_aware: RackAwareConfig = Field(default_factory=RackAwareConfig)
+    scale_down_timeout_seconds: float | None = Field(
+        None,
+        ge=0,
+        description="after this long a leaving pod's actives move even if nobody is caught up; null = never",
+    )
+    probing_interval_seconds: float = Field(
+        600.0, ge=1, description="how long to wait before re-planning while the plan is not stable"
+    )
+
+
+class Task(ContractModel):
+    id: TaskId
+    subtopology: str = Field(min_length=1, description="subtopology the task belongs to")
+    stateful: bool = Field(True, description="whether the task has state to restore")
+    changelog_offsets: int = Field(
+        0, ge=0, description="records in the task's changelogs: the lag of a client with no state"
+    )
+    input_partition_racks: list[list[str]] = Field(
+        default_factory=list,
+        description="per input partition, the racks holding a replica; an empty list means unknown",
+    )
+    weight: float = Field(1.0, gt=0, description="relative processing weight of the task")
+
+
+class Client(ContractModel):
+    id: ClientId
+    rack: str = Field(min_length=1, description="zone of the pod's node")
+    capacity: int = Field(1, ge=1, description="processing threads: load is balanced per unit")
+    leaving_since: AwareDatetime | None = Field(
+        None, description="when the pod was marked leaving (RFC 3339), or null"
+    )
+    lags: dict[TaskId, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, description="lag per task the client has state for, assigned or not"
+    )
+    active: list[TaskId] = Field(default_factory=list, description="published active tasks")
+    standby: list[TaskId] = Field(default_factory=list, description="published standby tasks")
+    warmup: list[TaskId] = Field(default_factory=list, description="published warmup tasks")
+
+
+class Snapshot(ContractModel):
+    """Everything the planner knows about one app at one instant."""
+
+    now: AwareDatetime = Field(description="the planning instant (RFC 3339 with a time zone)")
+    config: PlannerConfig = Field(default_factory=PlannerConfig)
+    tasks: list[Task]
+    clients: list[Client]
+
+
+class ClientAssignment(ContractModel):
+    active: list[TaskId] = Field(default_factory=list)
+    standby: list[TaskId] = Field(default_factory=list)
+    warmup: list[TaskId] = Field(default_factory=list)
+
+
+class ClientTarget(ContractModel):
+    active: list[TaskId] = Field(default_factory=list)
+    standby: list[TaskId] = Field(default_factory=list)
+
+
+class Followup(ContractModel):
+    reason: str
+    probe_after_seconds: float
+
+
+class PlanStats(ContractModel):
+    cross_rack_cost: int = Field(description="traffic cost of the published actives")
+    active_imbalance: float = Field(description="max - min actives per unit of capacity (non-leaving)")
+    moved_actives: int = Field(description="actives that change client in this plan")
+    warmups: int
+    target_cross_rack_cost: int = Field(description="traffic cost of the target's actives")
+    target_active_imbalance: float
+
+
+class Plan(ContractModel):
+    assignment: dict[ClientId, ClientAssignment]
+    target: dict[ClientId, ClientTarget]
+    stable: bool
+    followup: Followup | None
+    stats: PlanStats
+    explain: dict[TaskId, str]

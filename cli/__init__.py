@@ -1,0 +1,1 @@
+"""The `smoothscale` command line."""

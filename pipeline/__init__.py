@@ -1,0 +1,1 @@
+"""PySpark jobs over the operator journal, logs and simulator sweeps."""
