@@ -1,9 +1,18 @@
-"""Entry point of the `smoothscale` command: one click group, one sub-command per job."""
+"""Entry point of the `smoothscale` command: one click group, one sub-command per job.
+
+Each sub-command lives in its own module and is registered here, so that importing the group stays cheap and
+a sub-command's heavy dependencies (kopf, Spark) load only when that sub-command runs.
+"""
 
 import click
+
+from smoothscale.cli.plan_command import plan_command
 
 
 @click.group()
 @click.version_option(package_name="smoothscale")
 def cli() -> None:
     """smoothscale: run Kafka-Streams-style apps on Kubernetes without rebalance downtime."""
+
+
+cli.add_command(plan_command)
