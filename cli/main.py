@@ -6,6 +6,7 @@ a sub-command's heavy dependencies (kopf, Spark) load only when that sub-command
 
 import click
 
+from smoothscale.cli.crd_command import crd_command
 from smoothscale.cli.plan_command import plan_command
 
 
@@ -15,4 +16,5 @@ def cli() -> None:
     """smoothscale: run Kafka-Streams-style apps on Kubernetes without rebalance downtime."""
 
 
+cli.add_command(crd_command)
 cli.add_command(plan_command)

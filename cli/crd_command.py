@@ -1,0 +1,31 @@
+"""`smoothscale crd`: print or write the StreamsApp CustomResourceDefinition.
+
+The CRD is generated from the resource models, so this command is how `crds/streamsapp.yaml` is refreshed
+after a model change, and how an installation gets the CRD that matches the operator it runs.
+"""
+
+from pathlib import Path
+
+import click
+
+
+@click.command("crd")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Write the YAML to this file instead of standard output.",
+)
+def crd_command(output: Path | None) -> None:
+    """Generate the StreamsApp CustomResourceDefinition as YAML."""
+    # Imported here so that `smoothscale --help` does not build pydantic models it will not use.
+    from smoothscale.operator.crd import crd_yaml  # noqa: PLC0415
+
+    text = crd_yaml()
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output}", err=True)

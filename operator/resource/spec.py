@@ -1,0 +1,281 @@
+"""The desired state of a `StreamsApp` (DESIGN.md, Contract 2): what people write in a manifest.
+
+Class docstrings and field descriptions become the CRD's descriptions, so they are written for the person
+running `kubectl explain streamsapp.spec`. Defaults of the assignment section equal the planner's
+(`smoothscale.assignor.models.PlannerConfig`), so an empty section plans exactly as the planner would alone.
+Sections that may be left out entirely carry a schema default of `{}`: the API server then fills in their
+fields' defaults too, and `kubectl get -o yaml` shows the settings actually in force.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from smoothscale.assignor.models import RackStrategy
+
+from .base import SpecModel
+from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone
+
+__all__ = [
+    "AssignmentSpec",
+    "MetricNames",
+    "MetricsSpec",
+    "PodSpecShape",
+    "PodTemplate",
+    "RackAwareSpec",
+    "ScalingSpec",
+    "StorageSpec",
+    "StreamsAppSpec",
+    "SubtopologySpec",
+    "TopologySpec",
+    "UpdateStrategy",
+]
+
+_EMPTY_SECTION: dict[str, Any] = {"default": {}}
+
+
+class UpdateStrategy(StrEnum):
+    """How pods are replaced when the pod template changes."""
+
+    SWAP = "Swap"
+    ROLLING_RESTART = "RollingRestart"
+
+
+class PodSpecShape(BaseModel):
+    """A pod spec, kept as written; only the presence of containers is checked here."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    containers: list[dict[str, Any]] = Field(
+        min_length=1, description="The app's containers, as in any pod spec; at least one."
+    )
+
+
+class PodTemplate(BaseModel):
+    """The pods' template, as in a Deployment's `spec.template`.
+
+    Kept free-form because the operator only adds its labels, volumes and ordinal to it: validating the
+    whole PodSpec would copy thousands of lines of Kubernetes' schema into the CRD for no gain, since the API
+    server validates every pod the operator creates anyway.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Labels and annotations for the pods (the operator adds its own)."
+    )
+    spec: PodSpecShape = Field(description="The pods' spec (a core/v1 PodSpec).")
+
+
+class SubtopologySpec(SpecModel):
+    """One subtopology of the app; its tasks are `<name>_<partition>` for every partition."""
+
+    name: SubtopologyName = Field(
+        description="Subtopology name as the app reports it in task ids, e.g. 0 for task 0_3."
+    )
+    partitions: int = Field(
+        ge=1, description="Number of partitions of the subtopology's input topics: one task per partition."
+    )
+    stateful: bool = Field(
+        True,
+        description="Whether the tasks keep state that must be restored (and warmed up) before they move.",
+    )
+    input_topics: list[TopicName] = Field(
+        default_factory=list,
+        description="Topics the subtopology reads; their partitions' racks drive rack-aware placement.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+    weight: float = Field(1.0, gt=0, description="Relative processing cost of one task of this subtopology.")
+
+
+class TopologySpec(SpecModel):
+    """The app's processing topology, as far as task placement needs it."""
+
+    # A list map keyed by name: the API server itself rejects a repeated name (in linear time, with no CEL
+    # cost budget to worry about), and server-side apply merges subtopologies by name.
+    subtopologies: list[SubtopologySpec] = Field(
+        min_length=1,
+        description="The subtopologies; names must be unique.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+
+
+class RackAwareSpec(SpecModel):
+    """Rack-aware (zone-aware) placement, as in KIP-925: a zone is a rack."""
+
+    strategy: RackStrategy = Field(
+        RackStrategy.BALANCE_SUBTOPOLOGY,
+        description="none, min_traffic (least cross-zone traffic) or balance_subtopology "
+        "(least cross-zone traffic while spreading each subtopology evenly).",
+    )
+    traffic_cost: int = Field(
+        10, ge=0, le=1000, description="Cost of a task reading an input partition from another zone."
+    )
+    non_overlap_cost: int = Field(
+        1, ge=0, le=1000, description="Cost of moving a task away from the pod that holds it now."
+    )
+
+
+class AssignmentSpec(SpecModel):
+    """How tasks are assigned to pods: standbys, catch-up threshold, warmups, zones, probing."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    # CEL's duration() is Go's parser, the grammar DURATION_PATTERN mirrors.
+                    "rule": "duration(self.probingInterval) >= duration('1s')",
+                    "message": "probingInterval must be at least 1s",
+                    "fieldPath": ".probingInterval",
+                }
+            ]
+        }
+    )
+
+    num_standbys: int = Field(
+        0, ge=0, le=16, description="Standby replicas per stateful task (num.standby.replicas)."
+    )
+    acceptable_recovery_lag: int = Field(
+        10_000,
+        ge=0,
+        description="Lag (offsets) at or below which a pod counts as caught up on a task and may take it "
+        "over without downtime (acceptable.recovery.lag).",
+    )
+    max_warmup_replicas: int = Field(
+        2,
+        ge=1,
+        description="Warmup replicas allowed at once across the app (max.warmup.replicas): more move state "
+        "faster but load the brokers more.",
+    )
+    rack_aware: RackAwareSpec = Field(
+        default_factory=RackAwareSpec,
+        description="Zone-aware placement.",
+        json_schema_extra=_EMPTY_SECTION,
+    )
+    probing_interval: Duration = Field(
+        "10m",
+        description="How long to wait before planning again while warmups catch up "
+        "(probing.rebalance.interval.ms), e.g. 10m; at least 1s.",
+    )
+
+
+_SWAP_NEEDS_SURGE = (
+    "self.updateStrategy != 'Swap' || "
+    "(type(self.maxSurge) == int ? self.maxSurge > 0 : !self.maxSurge.matches('^0+%$'))"
+)
+
+
+class ScalingSpec(SpecModel):
+    """How pods are removed and replaced."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": _SWAP_NEEDS_SURGE,
+                    "message": "maxSurge must allow at least one extra pod when updateStrategy is Swap",
+                    "fieldPath": ".maxSurge",
+                }
+            ]
+        }
+    )
+
+    scale_down_timeout: Duration | None = Field(
+        None,
+        description="How long a leaving pod may wait for another pod to catch up on its tasks before they "
+        "move anyway (accepting a restore); absent means wait as long as it takes.",
+    )
+    update_strategy: UpdateStrategy = Field(
+        UpdateStrategy.SWAP,
+        description="Swap: start new pods, warm them up, then retire the old ones (no downtime, needs "
+        "surge). RollingRestart: restart pods one at a time in place.",
+    )
+    max_surge: IntOrPercent = Field(
+        "100%",
+        description="Extra pods allowed above replicas during a swap: a number or a percentage of replicas "
+        "(rounded up).",
+    )
+
+    def max_surge_pods(self, replicas: int) -> int:
+        """Extra pods allowed for `replicas`; a percentage rounds up, as Kubernetes rounds maxSurge."""
+        if isinstance(self.max_surge, int):
+            return self.max_surge
+        return math.ceil(replicas * int(self.max_surge.rstrip("%")) / 100)
+
+
+class StorageSpec(SpecModel):
+    """A PersistentVolumeClaim per pod ordinal for the state stores; without it state lives in emptyDir."""
+
+    size: Quantity = Field(description="Requested storage per pod, e.g. 10Gi.")
+    storage_class_name: str | None = Field(
+        None, description="StorageClass of the claims; absent means the cluster's default class."
+    )
+    delete_on_scale_down: bool = Field(
+        True,
+        description="Delete a pod's claim when the pod is removed by a scale-down; false keeps it "
+        "(and its state) for a later scale-up to the same ordinal.",
+    )
+
+
+class MetricNames(SpecModel):
+    """Names of the metrics the operator scrapes, for apps that export them under other names."""
+
+    task_lag: MetricName = Field(
+        "smoothscale_task_lag", description="Per-task lag gauge, label task=<subtopology>_<partition>."
+    )
+    changelog_end_offset: MetricName = Field(
+        "smoothscale_task_changelog_end_offset",
+        description="Per-task changelog end offset gauge, label task=<subtopology>_<partition>.",
+    )
+    assignment_generation: MetricName = Field(
+        "smoothscale_assignment_generation",
+        description="Gauge of the last assignment generation the pod has fully applied.",
+    )
+
+
+class MetricsSpec(SpecModel):
+    """Where each pod exposes its Prometheus metrics."""
+
+    port: int = Field(8080, ge=1, le=65535, description="Container port of the metrics endpoint.")
+    path: HttpPath = Field("/metrics", description="HTTP path of the metrics endpoint.")
+    names: MetricNames = Field(
+        default_factory=MetricNames,
+        description="Metric names, if the app does not use the default ones.",
+        json_schema_extra=_EMPTY_SECTION,
+    )
+
+
+class StreamsAppSpec(SpecModel):
+    """The desired state of a stream processing app."""
+
+    replicas: int = Field(1, ge=0, description="Number of pods (not counting surge during a swap).")
+    template: PodTemplate = Field(description="Template of the app's pods.")
+    topology: TopologySpec = Field(description="The app's subtopologies, which define its tasks.")
+    assignment: AssignmentSpec = Field(
+        default_factory=AssignmentSpec,
+        description="Task assignment settings.",
+        json_schema_extra=_EMPTY_SECTION,
+    )
+    scaling: ScalingSpec = Field(
+        default_factory=ScalingSpec,
+        description="Scale-down and update settings.",
+        json_schema_extra=_EMPTY_SECTION,
+    )
+    storage: StorageSpec | None = Field(None, description="Persistent storage for state; optional.")
+    metrics: MetricsSpec = Field(
+        default_factory=MetricsSpec,
+        description="The pods' metrics endpoint.",
+        json_schema_extra=_EMPTY_SECTION,
+    )
+    racks: dict[str, list[list[Zone]]] = Field(
+        default_factory=dict,
+        description="Static rack information for apps that do not report it: input topic -> one entry per "
+        "partition (index = partition number) -> zones holding a replica of that partition.",
+    )
+
+    def subtopology(self, name: str) -> SubtopologySpec | None:
+        """The subtopology called `name`, for looking up a task's `<name>_<partition>`."""
+        return next((s for s in self.topology.subtopologies if s.name == name), None)

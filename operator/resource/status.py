@@ -1,0 +1,157 @@
+"""The observed state of a `StreamsApp` (DESIGN.md, Contract 2): what the operator reports.
+
+People read it with `kubectl get/describe`, dashboards and alerts read the conditions, and autoscalers read
+`replicas`, `selector` and `autoscaling`. Free-text fields (`phase`, condition `type`) are plain strings in
+the schema, with the values this operator writes offered as enums in Python: an older operator must be able
+to read a status that a newer one wrote with a value it does not know yet.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from .base import StatusModel
+from .fields import ConditionReason, ConditionTypeName, Timestamp
+
+__all__ = [
+    "AssignmentStatus",
+    "AutoscalingStatus",
+    "Condition",
+    "ConditionStatus",
+    "ConditionType",
+    "LagStatus",
+    "LeavingPod",
+    "Phase",
+    "ProbingStatus",
+    "StreamsAppStatus",
+]
+
+
+class ConditionType(StrEnum):
+    """The condition types this operator maintains."""
+
+    READY = "Ready"
+    STABLE = "Stable"
+    MIGRATING = "Migrating"
+    SCALING_DOWN = "ScalingDown"
+    DEGRADED = "Degraded"
+    INVALID_SPEC = "InvalidSpec"
+
+
+class ConditionStatus(StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Phase(StrEnum):
+    """A one-word summary for `kubectl get`; automation should read the conditions instead."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    MIGRATING = "Migrating"
+    SCALING_DOWN = "ScalingDown"
+    DEGRADED = "Degraded"
+    INVALID = "Invalid"
+
+
+class Condition(StatusModel):
+    """One aspect of the app's state, in the shape of metav1.Condition so generic tools understand it."""
+
+    type: ConditionTypeName = Field(
+        description="Ready, Stable, Migrating, ScalingDown, Degraded or InvalidSpec."
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    observed_generation: int | None = Field(
+        None, ge=0, description="The metadata.generation the condition was computed from."
+    )
+    last_transition_time: Timestamp = Field(description="When the status last changed.")
+    reason: ConditionReason = Field(description="Why, in CamelCase, for machines.")
+    message: str = Field(max_length=32768, description="Why, in words, for people.")
+
+
+class AssignmentStatus(StatusModel):
+    """The assignment published to the pods."""
+
+    generation: int = Field(ge=0, description="Generation of the assignment published last.")
+    config_map: str = Field(description="Name of the ConfigMap holding the assignment.")
+    active_tasks: int = Field(0, ge=0, description="Tasks with an active copy.")
+    standby_tasks: int = Field(0, ge=0, description="Standby copies.")
+    warmup_tasks: int = Field(0, ge=0, description="Warmup copies still restoring state.")
+    cross_rack_cost: int = Field(0, ge=0, description="Cross-zone traffic cost of the active tasks.")
+    active_imbalance: float = Field(
+        0.0, ge=0, description="Most minus fewest active tasks per unit of capacity among the pods."
+    )
+
+
+class ProbingStatus(StatusModel):
+    """The next planning round while the assignment has not converged."""
+
+    next_probe_time: Timestamp | None = Field(None, description="When the operator plans again.")
+    reason: str | None = Field(None, description="Why another round is needed.")
+
+
+class LeavingPod(StatusModel):
+    """A pod that will be removed once its tasks have moved."""
+
+    pod: str = Field(description="Name of the pod.")
+    since: Timestamp = Field(description="When it was marked leaving.")
+    deadline: Timestamp | None = Field(
+        None, description="When its tasks move even if nobody has caught up; absent means never."
+    )
+
+
+class LagStatus(StatusModel):
+    """How far behind the app is, in offsets, summed over its active tasks."""
+
+    total: int = Field(0, ge=0, description="Sum of the active tasks' lags.")
+    max_task: int = Field(0, ge=0, description="Largest lag of a single active task.")
+
+
+class AutoscalingStatus(StatusModel):
+    """Signals for an autoscaler (HPA, KEDA)."""
+
+    migrating: bool = Field(
+        False, description="True while tasks are moving: a scaling decision now would interrupt that."
+    )
+    recommended_replicas: int | None = Field(
+        None, ge=0, description="Replicas the operator considers enough for the current load."
+    )
+
+
+class StreamsAppStatus(StatusModel):
+    """The observed state of a stream processing app."""
+
+    observed_generation: int | None = Field(
+        None, ge=0, description="The metadata.generation this status describes."
+    )
+    replicas: int | None = Field(None, ge=0, description="Pods that exist, leaving ones included.")
+    ready_replicas: int | None = Field(None, ge=0, description="Pods that are ready.")
+    selector: str | None = Field(
+        None, description="Label selector of the app's pods, for the scale subresource and autoscalers."
+    )
+    phase: str | None = Field(
+        None,
+        description="Pending, Running, Migrating, ScalingDown, Degraded or Invalid; read conditions instead "
+        "in automation.",
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    assignment: AssignmentStatus | None = Field(None, description="The published assignment.")
+    probing: ProbingStatus | None = Field(None, description="The next planning round, if one is due.")
+    leaving: list[LeavingPod] = Field(
+        default_factory=list,
+        description="Pods being retired.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["pod"]},
+    )
+    lag: LagStatus | None = Field(None, description="Processing lag.")
+    autoscaling: AutoscalingStatus | None = Field(None, description="Signals for autoscalers.")
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of `type_`, if set: callers keep its lastTransitionTime when its status stays."""
+        return next((c for c in self.conditions if c.type == type_), None)

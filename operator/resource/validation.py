@@ -1,0 +1,145 @@
+"""Everything wrong with a `StreamsApp` spec, as messages that name the field.
+
+The API server enforces the CRD's schema, but the operator cannot count on it: the API emulator used in
+tests and the demo validates nothing, objects written before a schema change are not re-validated, and some
+rules (a topic read by two subtopologies, rack lists of the wrong length) have no affordable CEL form. So
+the operator checks every spec itself and reports the result in the `InvalidSpec` condition, one message
+per problem, each starting with the field's path (`spec.assignment.maxWarmupReplicas: ...`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from ..durations import parse_duration
+from .spec import StreamsAppSpec, UpdateStrategy
+
+__all__ = ["InvalidSpecError", "load_spec", "semantic_problems", "spec_problems"]
+
+_MIN_PROBING_INTERVAL_SECONDS = 1.0
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ERROR_WORDING = {
+    "missing": "is required",
+    "extra_forbidden": "is not a field here (misspelt?)",
+}
+
+
+class InvalidSpecError(ValueError):
+    """The spec cannot be acted on; `problems` holds one message per problem, each naming its field."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems: tuple[str, ...] = tuple(problems)
+        super().__init__("; ".join(self.problems))
+
+
+def load_spec(raw: Mapping[str, Any]) -> StreamsAppSpec:
+    """Parse and check `raw` (an object's `spec`), or raise `InvalidSpecError` listing every problem."""
+    try:
+        spec = StreamsAppSpec.model_validate(raw)
+    except ValidationError as error:
+        raise InvalidSpecError([_describe(e) for e in error.errors(include_url=False)]) from error
+    problems = semantic_problems(spec)
+    if problems:
+        raise InvalidSpecError(problems)
+    return spec
+
+
+def spec_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Every problem with `raw` (an object's `spec`); empty when the operator can act on it."""
+    try:
+        load_spec(raw)
+    except InvalidSpecError as error:
+        return list(error.problems)
+    return []
+
+
+def semantic_problems(spec: StreamsAppSpec) -> list[str]:
+    """Problems of a spec whose every field is well-formed on its own: rules across fields."""
+    return [
+        *_topology_problems(spec),
+        *_rack_problems(spec),
+        *_assignment_problems(spec),
+        *_scaling_problems(spec),
+    ]
+
+
+def _topology_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    first_with_name: dict[str, int] = {}
+    reader_of_topic: dict[str, int] = {}
+    for index, sub in enumerate(spec.topology.subtopologies):
+        where = f"spec.topology.subtopologies[{index}]"
+        if sub.name in first_with_name:
+            first = first_with_name[sub.name]
+            yield (
+                f"{where}.name: {sub.name!r} is already the name of subtopologies[{first}]; "
+                "names must be unique because task ids are <name>_<partition>"
+            )
+        else:
+            first_with_name[sub.name] = index
+        for topic in sub.input_topics:
+            reader = reader_of_topic.setdefault(topic, index)
+            if reader != index:
+                yield (
+                    f"{where}.inputTopics: topic {topic!r} is already an input of subtopologies[{reader}]; "
+                    "a topic is read by one subtopology only"
+                )
+        if len(set(sub.input_topics)) != len(sub.input_topics):
+            yield f"{where}.inputTopics: lists a topic more than once"
+
+
+def _rack_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    partitions_of_topic = {
+        topic: (sub.name, sub.partitions) for sub in spec.topology.subtopologies for topic in sub.input_topics
+    }
+    for topic, per_partition in spec.racks.items():
+        where = f"spec.racks{_key(topic)}"
+        if topic not in partitions_of_topic:
+            yield f"{where}: {topic!r} is not an input topic of any subtopology"
+            continue
+        name, partitions = partitions_of_topic[topic]
+        if len(per_partition) != partitions:
+            yield (
+                f"{where}: lists {len(per_partition)} partitions but subtopology {name!r} reads it with "
+                f"{partitions}; give one list of zones per partition"
+            )
+
+
+def _assignment_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    interval = spec.assignment.probing_interval
+    if parse_duration(interval) < _MIN_PROBING_INTERVAL_SECONDS:
+        yield f"spec.assignment.probingInterval: must be at least 1s (got {interval!r})"
+
+
+def _scaling_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    scaling = spec.scaling
+    if scaling.update_strategy is UpdateStrategy.SWAP and scaling.max_surge_pods(max(spec.replicas, 1)) < 1:
+        yield (
+            f"spec.scaling.maxSurge: must allow at least one extra pod when updateStrategy is Swap "
+            f"(got {scaling.max_surge!r})"
+        )
+
+
+def _describe(error: ErrorDetails) -> str:
+    """`spec.<camelCase path>: <what is wrong>` for one pydantic error."""
+    path = "spec" + "".join(_key(part) for part in error["loc"])
+    wording = _ERROR_WORDING.get(error["type"])
+    if wording is None:
+        wording = error["msg"]
+        if wording.startswith("Input should"):
+            wording = wording[len("Input ") :]
+            if isinstance(error["input"], str | int | float | bool):
+                wording += f" (got {error['input']!r})"
+    return f"{path}: {wording}"
+
+
+def _key(part: str | int) -> str:
+    if isinstance(part, int):
+        return f"[{part}]"
+    if _IDENTIFIER.match(part):
+        return f".{part}"
+    return f"[{part!r}]"
