@@ -1,0 +1,174 @@
+"""An indexed, canonically ordered view of a snapshot, shared by every step of the planner.
+
+Tasks and clients get dense integer positions in natural order; the planner works on these positions and
+numpy arrays so that 50,000 tasks stay cheap, and translates back to ids only when it writes the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from smoothscale.assignor.models import PlannerConfig, RackStrategy, Snapshot
+from smoothscale.assignor.ordering import natural_key, natural_sorted
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+NO_CLIENT = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    config: PlannerConfig
+    now: datetime
+    task_ids: list[str]
+    client_ids: list[str]
+    racks: list[str]
+    subtopologies: list[str]
+    subtopology: IntArray  # per task
+    stateful: BoolArray  # per task
+    changelog: IntArray  # per task
+    client_rack: IntArray  # per client
+    capacity: IntArray  # per client
+    leaving: BoolArray  # per client
+    expired: BoolArray  # per client: leaving and past scaleDownTimeoutSeconds
+    deadline: list[datetime | None]  # per client: when its scale-down timeout expires
+    current_active: IntArray  # per task: client position or NO_CLIENT
+    current_standby: list[list[int]]  # per task
+    current_warmup: list[list[int]]  # per task
+    reported_lags: list[dict[int, int]]  # per task: client position -> reported lag
+    lag_entries: tuple[IntArray, IntArray, IntArray]  # the same as flat (task, client, lag) arrays
+    missing_partitions: IntArray  # (task, rack): input partitions with no replica in that rack
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_ids)
+
+    @property
+    def n_clients(self) -> int:
+        return len(self.client_ids)
+
+    @property
+    def traffic_cost(self) -> int:
+        """The per-partition cross-rack cost, or 0 when rack awareness is off."""
+        rack_aware = self.config.rack_aware
+        return 0 if rack_aware.strategy is RackStrategy.NONE else rack_aware.traffic_cost
+
+    def lag(self, task: int, client: int) -> int:
+        """A client's lag on a task; no reported state counts as the whole changelog behind (KIP-441)."""
+        return self.reported_lags[task].get(client, int(self.changelog[task]))
+
+    def rank(self, task: int, client: int) -> int:
+        """KIP-441's rank: lags within acceptableRecoveryLag are all equally caught up (rank 0)."""
+        lag = self.lag(task, client)
+        return 0 if lag <= self.config.acceptable_recovery_lag else lag
+
+    def everyone_caught_up(self, task: int) -> bool:
+        """True when even a client without state counts as caught up (e.g. a store without a changelog)."""
+        return bool(int(self.changelog[task]) <= self.config.acceptable_recovery_lag)
+
+    def everyone_caught_up_mask(self) -> BoolArray:
+        mask: BoolArray = self.changelog <= self.config.acceptable_recovery_lag
+        return mask
+
+    def non_leaving(self) -> IntArray:
+        return np.flatnonzero(~self.leaving).astype(np.int64)
+
+
+def _missing_partitions(snapshot: Snapshot, task_order: list[int], racks: list[str]) -> IntArray:
+    """Count, per task and rack, the input partitions read across racks (KIP-925's traffic cost)."""
+    rack_pos = {rack: i for i, rack in enumerate(racks)}
+    missing = np.zeros((len(task_order), len(racks)), dtype=np.int64)
+    cache: dict[tuple[frozenset[str], ...], IntArray] = {}
+    for pos, index in enumerate(task_order):
+        partitions = tuple(frozenset(p) for p in snapshot.tasks[index].input_partition_racks if p)
+        if not partitions:
+            continue
+        row = cache.get(partitions)
+        if row is None:
+            row = np.full(len(racks), len(partitions), dtype=np.int64)
+            for replicas in partitions:
+                for rack in replicas:
+                    if rack in rack_pos:
+                        row[rack_pos[rack]] -= 1
+            cache[partitions] = row
+        missing[pos] = row
+    return missing
+
+
+def _flat_lags(reported: list[dict[int, int]]) -> tuple[IntArray, IntArray, IntArray]:
+    sizes = np.fromiter((len(r) for r in reported), dtype=np.int64, count=len(reported))
+    tasks = np.repeat(np.arange(len(reported), dtype=np.int64), sizes)
+    clients = np.fromiter((c for r in reported for c in r), dtype=np.int64, count=int(sizes.sum()))
+    lags = np.fromiter((lag for r in reported for lag in r.values()), dtype=np.int64, count=len(clients))
+    return tasks, clients, lags
+
+
+def flatten(per_task: list[list[int]]) -> tuple[IntArray, IntArray]:
+    """(task, client) arrays of a per-task list of clients."""
+    sizes = np.fromiter((len(c) for c in per_task), dtype=np.int64, count=len(per_task))
+    tasks = np.repeat(np.arange(len(per_task), dtype=np.int64), sizes)
+    clients = np.fromiter((c for cs in per_task for c in cs), dtype=np.int64, count=int(sizes.sum()))
+    return tasks, clients
+
+
+def build_cluster(snapshot: Snapshot) -> Cluster:
+    config = snapshot.config
+    task_order = sorted(range(len(snapshot.tasks)), key=lambda i: natural_key(snapshot.tasks[i].id))
+    client_order = sorted(range(len(snapshot.clients)), key=lambda i: natural_key(snapshot.clients[i].id))
+    tasks = [snapshot.tasks[i] for i in task_order]
+    clients = [snapshot.clients[i] for i in client_order]
+    task_pos = {task.id: i for i, task in enumerate(tasks)}
+    racks = natural_sorted({c.rack for c in clients})
+    rack_pos = {rack: i for i, rack in enumerate(racks)}
+    subtopologies = natural_sorted({t.subtopology for t in tasks})
+    sub_pos = {name: i for i, name in enumerate(subtopologies)}
+
+    timeout = config.scale_down_timeout_seconds
+    deadline: list[datetime | None] = [
+        None if c.leaving_since is None or timeout is None else c.leaving_since + timedelta(seconds=timeout)
+        for c in clients
+    ]
+    expired = np.array([d is not None and d <= snapshot.now for d in deadline] or [], dtype=np.bool_).reshape(
+        len(clients)
+    )
+
+    current_active = np.full(len(tasks), NO_CLIENT, dtype=np.int64)
+    current_standby: list[list[int]] = [[] for _ in tasks]
+    current_warmup: list[list[int]] = [[] for _ in tasks]
+    reported_lags: list[dict[int, int]] = [{} for _ in tasks]
+    for c, client in enumerate(clients):
+        for task_id in client.active:
+            current_active[task_pos[task_id]] = c
+        for task_id in client.standby:
+            current_standby[task_pos[task_id]].append(c)
+        for task_id in client.warmup:
+            current_warmup[task_pos[task_id]].append(c)
+        for task_id, lag in client.lags.items():
+            reported_lags[task_pos[task_id]][c] = lag
+
+    return Cluster(
+        config=config,
+        now=snapshot.now,
+        task_ids=[t.id for t in tasks],
+        client_ids=[c.id for c in clients],
+        racks=racks,
+        subtopologies=subtopologies,
+        subtopology=np.array([sub_pos[t.subtopology] for t in tasks], dtype=np.int64),
+        stateful=np.array([t.stateful for t in tasks], dtype=np.bool_),
+        changelog=np.array([t.changelog_offsets for t in tasks], dtype=np.int64),
+        client_rack=np.array([rack_pos[c.rack] for c in clients], dtype=np.int64),
+        capacity=np.array([c.capacity for c in clients], dtype=np.int64),
+        leaving=np.array([c.leaving_since is not None for c in clients], dtype=np.bool_),
+        expired=expired,
+        deadline=deadline,
+        current_active=current_active,
+        current_standby=current_standby,
+        current_warmup=current_warmup,
+        reported_lags=reported_lags,
+        lag_entries=_flat_lags(reported_lags),
+        missing_partitions=_missing_partitions(snapshot, task_order, racks),
+    )

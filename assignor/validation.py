@@ -1,0 +1,77 @@
+"""Cross-field checks of a snapshot that pydantic's per-field validation cannot express.
+
+Every problem names the field (JSON path, camelCase) and what was expected, so that `smoothscale plan` can
+refuse bad input with a message a person can act on. All problems are collected, not just the first.
+"""
+
+from collections import Counter
+
+from smoothscale.assignor.models import Snapshot
+
+
+class SnapshotError(ValueError):
+    """A snapshot that is well-formed field by field but inconsistent as a whole."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid snapshot:\n" + "\n".join(f"  - {p}" for p in problems))
+        self.problems = problems
+
+
+def _duplicates(ids: list[str]) -> list[str]:
+    return sorted(i for i, n in Counter(ids).items() if n > 1)
+
+
+def snapshot_problems(snapshot: Snapshot) -> list[str]:
+    problems: list[str] = []
+    task_ids = [t.id for t in snapshot.tasks]
+    known = set(task_ids)
+    for dup in _duplicates(task_ids):
+        problems.append(f"tasks[].id: task id {dup!r} appears more than once; expected unique ids")
+    for dup in _duplicates([c.id for c in snapshot.clients]):
+        problems.append(f"clients[].id: client id {dup!r} appears more than once; expected unique ids")
+    for i, task in enumerate(snapshot.tasks):
+        for j, racks in enumerate(task.input_partition_racks):
+            if any(not rack for rack in racks):
+                problems.append(f"tasks[{i}].inputPartitionRacks[{j}]: empty rack name; expected zone names")
+    holders: dict[str, list[str]] = {}
+    for i, client in enumerate(snapshot.clients):
+        for task in client.lags:
+            if task not in known:
+                problems.append(
+                    f"clients[{i}].lags.{task}: unknown task {task!r}; expected one of tasks[].id"
+                )
+        held: list[str] = []
+        for role, tasks in (
+            ("active", client.active),
+            ("standby", client.standby),
+            ("warmup", client.warmup),
+        ):
+            for task in tasks:
+                if task not in known:
+                    problems.append(f"clients[{i}].{role}: unknown task {task!r}; expected one of tasks[].id")
+            held.extend(tasks)
+        for dup in _duplicates(held):
+            problems.append(
+                f"clients[{i}] ({client.id}): task {dup!r} held more than once across active, standby and "
+                "warmup; expected at most one copy per client"
+            )
+        for task in client.active:
+            holders.setdefault(task, []).append(client.id)
+    for task, owners in sorted(holders.items()):
+        if len(owners) > 1:
+            problems.append(
+                f"clients[].active: task {task!r} is active on {', '.join(sorted(owners))}; "
+                "expected at most one active client per task"
+            )
+    if snapshot.tasks and all(c.leaving_since is not None for c in snapshot.clients):
+        problems.append(
+            "clients: no client that is not leaving; expected at least one to place "
+            f"{len(snapshot.tasks)} task(s) on"
+        )
+    return problems
+
+
+def validate_snapshot(snapshot: Snapshot) -> None:
+    problems = snapshot_problems(snapshot)
+    if problems:
+        raise SnapshotError(problems)
