@@ -42,7 +42,7 @@ def parse_duration(text: str) -> float:
 
     Decimal arithmetic keeps `1.1s` at exactly 1.1 and `1h30m` at exactly 5400 before the final conversion.
     """
-    if not isinstance(text, str) or not _WHOLE.match(text):
+    if not isinstance(text, str) or not _WHOLE.fullmatch(text):
         raise DurationError(
             f"{text!r} is not a duration: write numbers with units ns, us, ms, s, m or h and no spaces, "
             "e.g. 45s, 10m, 1h30m or 500ms"

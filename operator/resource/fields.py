@@ -63,7 +63,7 @@ class Matching:
         return {"type": "string", "pattern": self.pattern, "maxLength": self.max_length}
 
     def _check(self, value: str) -> str:
-        if len(value) > self.max_length or not re.match(self.pattern, value):
+        if len(value) > self.max_length or not re.fullmatch(self.pattern, value):
             raise PydanticCustomError(
                 "invalid_format",
                 "{value} is not {expected}",
@@ -96,7 +96,7 @@ def _int_or_percent(value: object) -> int | str:
     # bool is an int in Python but never a number of pods in YAML.
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, str) and _PERCENT.match(value):
+    if isinstance(value, str) and _PERCENT.fullmatch(value):
         return value
     raise PydanticCustomError(
         "int_or_percent",

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from smoothscale.assignor.models import RackStrategy
 
 from .base import SpecModel

@@ -23,6 +23,7 @@ __all__ = ["InvalidSpecError", "load_spec", "semantic_problems", "spec_problems"
 
 _MIN_PROBING_INTERVAL_SECONDS = 1.0
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_GENERIC_SUBJECT = re.compile(r"^(?:Input|List|String|Value|Dictionary|Object) should")
 _ERROR_WORDING = {
     "missing": "is required",
     "extra_forbidden": "is not a field here (misspelt?)",
@@ -129,11 +130,10 @@ def _describe(error: ErrorDetails) -> str:
     path = "spec" + "".join(_key(part) for part in error["loc"])
     wording = _ERROR_WORDING.get(error["type"])
     if wording is None:
-        wording = error["msg"]
-        if wording.startswith("Input should"):
-            wording = wording[len("Input ") :]
-            if isinstance(error["input"], str | int | float | bool):
-                wording += f" (got {error['input']!r})"
+        # "Input should be ...", "List should have ..." read better without their subject after the path.
+        wording, generic = _GENERIC_SUBJECT.subn("should", error["msg"].replace(" after validation", ""))
+        if generic and isinstance(error["input"], str | int | float | bool):
+            wording += f" (got {error['input']!r})"
     return f"{path}: {wording}"
 
 
