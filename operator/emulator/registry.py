@@ -1,0 +1,77 @@
+"""The kinds the emulator serves: Kubernetes built-ins, our `StreamsApp`, and optionally kopf's peering.
+
+One helper, `build_emulator()`, gives every test and the demo the same API surface; the pieces stay separate
+so that a test can register exactly what it needs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import kmock
+
+from .api import ExtendedEmulator
+from .scale import ScalePaths
+from .store import NAMESPACES
+
+ALL_VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+STREAMSAPPS = kmock.resource(group="smoothscale.io", version="v1alpha1", plural="streamsapps")
+CLUSTER_KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="clusterkopfpeerings")
+KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="kopfpeerings")
+
+
+def register_streamsapp(emulator: ExtendedEmulator) -> None:
+    """DESIGN.md's contract 2: namespaced, short name `sapp`, status and scale subresources."""
+    emulator.resources[STREAMSAPPS] = kmock.ResourceInfo(
+        kind="StreamsApp",
+        singular="streamsapp",
+        namespaced=True,
+        verbs=ALL_VERBS,
+        shortnames={"sapp"},
+        categories={"all"},
+        subresources={"status", "scale"},
+    )
+    emulator.scale_paths[STREAMSAPPS] = ScalePaths(
+        spec_replicas=".spec.replicas", status_replicas=".status.replicas", label_selector=".status.selector"
+    )
+
+
+def register_builtins(emulator: ExtendedEmulator) -> None:
+    """kmock's bundled discovery of a recent K3s: pods, nodes, configmaps, PVCs, events (core and
+    events.k8s.io), leases, namespaces and the rest of the built-in kinds."""
+    with warnings.catch_warnings():  # kmock 0.8 reads its bundle with a deprecated importlib API
+        warnings.simplefilter("ignore", DeprecationWarning)
+        emulator.resources.load_bundled()
+
+
+def register_kopf_peering(emulator: ExtendedEmulator) -> None:
+    """kopf's peering kinds, for operators run without `--standalone` (kopf then coordinates through them)."""
+    emulator.resources[CLUSTER_KOPF_PEERINGS] = kmock.ResourceInfo(
+        kind="ClusterKopfPeering", singular="clusterkopfpeering", namespaced=False, verbs=ALL_VERBS
+    )
+    emulator.resources[KOPF_PEERINGS] = kmock.ResourceInfo(
+        kind="KopfPeering", singular="kopfpeering", namespaced=True, verbs=ALL_VERBS
+    )
+
+
+def build_emulator(
+    *,
+    peering: bool = False,
+    namespaces: Iterable[str] = ("default", "kube-system"),
+    **options: Any,
+) -> ExtendedEmulator:
+    """An emulator with the built-in kinds, `StreamsApp`, and the given namespaces already created.
+
+    `options` go to `ExtendedEmulator` (e.g. `bookmark_interval=0.5` in tests that wait for bookmarks).
+    """
+    emulator = ExtendedEmulator(**options)
+    register_builtins(emulator)
+    register_streamsapp(emulator)
+    if peering:
+        register_kopf_peering(emulator)
+    for name in namespaces:
+        emulator.create_object(NAMESPACES, {"metadata": {"name": name}})
+    return emulator

@@ -1,0 +1,158 @@
+"""Serve an emulator over real HTTP on 127.0.0.1 and describe it in a kubeconfig.
+
+kmock's `Server` also patches aiohttp's DNS resolution process-wide (and must be exited in LIFO order), and
+its test server waits up to 60 s for open watch streams when it stops. Our own small runner uses aiohttp's
+low-level server directly: handlers are cancelled when their client disconnects (no leaked watch streams),
+and stopping first ends all watch streams, so that a stop takes milliseconds.
+
+Two ways to run it: `serve_emulator()` inside the caller's event loop (async tests, the demo), and
+`EmulatorThread` in a thread of its own, for synchronous code such as the `kubernetes` client, kubectl
+subprocesses and `kopf.testing.KopfRunner`, which would otherwise block the loop that serves them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp.web
+import yaml
+
+from .api import ExtendedEmulator
+from .registry import build_emulator
+
+T = TypeVar("T")
+
+CONTEXT_NAME = "smoothscale-emulator"
+
+
+@dataclass(frozen=True)
+class RunningEmulator:
+    """A served emulator: its URL (`http://127.0.0.1:<port>`) and a kubeconfig file pointing at it."""
+
+    emulator: ExtendedEmulator
+    url: str
+    port: int
+    kubeconfig: Path
+
+
+def write_kubeconfig(
+    path: str | Path, url: str, *, namespace: str = "default", name: str = CONTEXT_NAME
+) -> Path:
+    """A kubeconfig with one cluster (plain HTTP, no TLS), a user without credentials, a current context."""
+    path = Path(path)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "preferences": {},
+        "clusters": [{"name": name, "cluster": {"server": url}}],
+        "users": [{"name": name, "user": {}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}],
+        "current-context": name,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.replace(path)  # atomic: a reader polling for the file never sees half of it
+    return path
+
+
+@contextlib.asynccontextmanager
+async def serve_emulator(
+    emulator: ExtendedEmulator | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    kubeconfig: str | Path | None = None,
+    shutdown_timeout: float = 1.0,
+) -> AsyncIterator[RunningEmulator]:
+    """Serve `emulator` (default: `build_emulator()`) on `host:port` (0 picks a free port).
+
+    The kubeconfig is written to `kubeconfig`, or to a temporary file removed on exit. Writing it is the
+    last step of starting, so its existence tells another process that the server accepts connections.
+    """
+    emulator = emulator if emulator is not None else build_emulator()
+    emulator.reopen()
+    with contextlib.ExitStack() as cleanup:
+        if kubeconfig is None:
+            tmpdir = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="smoothscale-emulator-"))
+            kubeconfig = Path(tmpdir) / "kubeconfig"
+        async with emulator:
+            server = aiohttp.web.Server(emulator, handler_cancellation=True)
+            runner = aiohttp.web.ServerRunner(server, shutdown_timeout=shutdown_timeout)
+            await runner.setup()
+            try:
+                site = aiohttp.web.TCPSite(runner, host, port)
+                await site.start()
+                actual_port = int(runner.addresses[0][1])
+                url = f"http://{host}:{actual_port}"
+                path = write_kubeconfig(kubeconfig, url)
+                yield RunningEmulator(emulator=emulator, url=url, port=actual_port, kubeconfig=path)
+            finally:
+                emulator.close_watches()
+                await runner.cleanup()
+
+
+class EmulatorThread:
+    """Serve an emulator from a thread with its own event loop; a context manager returning `RunningEmulator`.
+
+    The emulator's state belongs to that loop: reach it over HTTP, or run a function there with `call()`.
+    """
+
+    def __init__(
+        self,
+        emulator: ExtendedEmulator | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        kubeconfig: str | Path | None = None,
+        startup_timeout: float = 10.0,
+    ) -> None:
+        self._emulator = emulator
+        self._options: dict[str, Any] = {"host": host, "port": port, "kubeconfig": kubeconfig}
+        self._startup_timeout = startup_timeout
+        self._thread = threading.Thread(target=self._run, name="smoothscale-emulator", daemon=True)
+        self._started: concurrent.futures.Future[RunningEmulator] = concurrent.futures.Future()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+
+    def __enter__(self) -> RunningEmulator:
+        self._thread.start()
+        return self._started.result(timeout=self._startup_timeout)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run `fn()` in the emulator's loop thread (e.g. to seed or inspect the store); return its result."""
+        if self._loop is None:
+            raise RuntimeError("the emulator thread is not running")
+
+        async def run() -> T:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=10)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:
+            if not self._started.done():
+                self._started.set_exception(exc)
+            raise
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with serve_emulator(self._emulator, **self._options) as running:
+            self._started.set_result(running)
+            await self._stop.wait()
