@@ -21,4 +21,5 @@ def sapp(name: str, replicas: int = 1, **metadata: Any) -> dict[str, Any]:
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": {}}
+    spec = {"containers": [{"name": "app", "image": "worker"}]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
