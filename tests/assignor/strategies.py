@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 from rules import NOW, add_client, make_client, make_snapshot, mark_leaving, remove_client, set_lags
+
 from smoothscale.assignor.models import Snapshot
 
 RACKS = ("zone-a", "zone-b", "zone-c")

@@ -37,9 +37,10 @@ from rules import (
     standbys_of,
     warmups,
 )
+from strategies import clusters
+
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.assignor.validation import SnapshotError
-from strategies import clusters
 
 # --------------------------------------------------------------------------------------------------------
 # The oracle itself: a correct hand-written plan passes, each broken variant is caught by the right rule

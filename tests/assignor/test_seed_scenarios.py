@@ -35,6 +35,7 @@ from rules import (
     timeout_expired,
     warmups,
 )
+
 from smoothscale.assignor.models import Plan, Snapshot
 
 CHANGELOG = 1_000_000
