@@ -80,6 +80,7 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
         # on the response (kubectl refuses octet-streams), which kmock's `_serve_watch` signature cannot do.
         (self.fallback**1)[kmock.action.WATCH] << self._serve_watch_response
         self.fallback[kmock.method.PUT] << self._serve_replace
+        self.fallback["get /version/"] << self._serve_server_version  # the `kubernetes` client's spelling
         self.fallback[kmock.method.DELETE][self._is_collection_request] << self._serve_delete_collection
 
     # -- public helpers ----------------------------------------------------------------------------------
