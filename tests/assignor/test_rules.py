@@ -570,6 +570,22 @@ def test_r9_total_load_with_standbys_and_stateful_actives_are_balanced() -> None
     assert stateful == [1, 1, 2, 2]
 
 
+@pytest.mark.parametrize("strategy", ["none", "min_traffic", "balance_subtopology"])
+def test_r9_stateless_tasks_fill_the_pods_with_less_total_load(strategy: str) -> None:
+    """Three pods on two racks; two stateful tasks with two standbys each put a copy of both on every pod,
+    so the two stateless tasks must go to two different pods (loads 3, 3, 2), not both to one (4, 2, 2).
+
+    Trap: placing stateless tasks by active count or by rack alone, blind to the standbys already placed.
+    """
+    tasks = [make_task("0_0", stateful=False), make_task("0_1", stateful=False)]
+    tasks += [make_task("1_0", offsets=0), make_task("1_1", offsets=0)]
+    clients = [make_client("p0", rack="zone-b"), make_client("p1"), make_client("p2")]
+    snapshot = make_snapshot(tasks, clients, num_standbys=2, strategy=strategy)
+    plan = run_planner(snapshot)
+    assert_valid(snapshot, plan)
+    assert sorted(len(t.active) + len(t.standby) for t in plan.target.values()) == [2, 3, 3]
+
+
 # --------------------------------------------------------------------------------------------------------
 # stable, followup, explain
 # --------------------------------------------------------------------------------------------------------
