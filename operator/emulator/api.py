@@ -21,17 +21,19 @@ import base64
 import binascii
 import copy
 import json
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp.web
 import attrs
 import kmock
+import yaml
 
 # Not re-exported by kmock 0.8 (mypy refuses implicit re-exports): its reaction protocol and response type.
 from kmock._internal.rendering import ReactionMismatchError, Response, StreamingError
 
-from . import errors, patches
+from . import errors, openapi, patches
 from .faults import FaultInjector
 from .paths import parse_request
 from .scale import ScalePaths, replicas_of, set_path, to_scale
@@ -55,7 +57,7 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
     """
 
     bookmark_interval: float = 5.0
-    event_window: int = 1000
+    event_window: int = 100  # as kube-apiserver's default watch cache size per resource
     request_history: int | None = 1000
     object_history: int = 8
     deleted_retention: int = 2000
@@ -81,6 +83,8 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
         (self.fallback**1)[kmock.action.WATCH] << self._serve_watch_response
         self.fallback[kmock.method.PUT] << self._serve_replace
         self.fallback["get /version/"] << self._serve_server_version  # the `kubernetes` client's spelling
+        self.fallback["get /openapi/v3"] << self._serve_openapi_index
+        self.fallback["get", re.compile(r"/openapi/v3/apis?/.+")] << self._serve_openapi_document
         self.fallback[kmock.method.DELETE][self._is_collection_request] << self._serve_delete_collection
 
     # -- public helpers ----------------------------------------------------------------------------------
@@ -237,6 +241,21 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
             "resources": entries,
         }
 
+    async def _serve_openapi_index(self, request: kmock.Request) -> kmock.Payload:
+        return openapi.index(self._get_resources())
+
+    async def _serve_openapi_document(self, request: kmock.Request) -> kmock.Payload:
+        parts = request.url.path.removeprefix("/openapi/v3/").split("/")
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[-1])
+        kinds = [
+            (res, self.resources[res])
+            for res in self._get_resources()
+            if res.group == group and res.version == version and res.plural
+        ]
+        if len(parts) not in (2, 3) or not kinds:
+            raise errors.not_found(group, version, None)
+        return openapi.document(group, version, kinds)
+
     # -- reading -----------------------------------------------------------------------------------------
 
     async def _serve_fetch(self, request: kmock.Request) -> kmock.Payload:
@@ -300,7 +319,9 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
 
     async def _serve_create(self, request: kmock.Request) -> kmock.Payload:
         resource = self._resource_of(request)
-        obj = self._store.create(resource, request.namespace, request.data)
+        obj = self._store.create(
+            resource, request.namespace, _object_body(request), dry_run=_dry_run(request)
+        )
         return Response(status=201, payload=obj)
 
     async def _serve_update(self, request: kmock.Request) -> kmock.Payload:
@@ -321,7 +342,8 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
                 body = dict(patch) if isinstance(patch, Mapping) else patch
                 if isinstance(body, dict):
                     body["metadata"] = {**(body.get("metadata") or {}), "name": name}
-                return Response(status=201, payload=store.create(resource, request.namespace, body))
+                created = store.create(resource, request.namespace, body, dry_run=_dry_run(request))
+                return Response(status=201, payload=created)
 
         def change(old: dict[str, Any]) -> dict[str, Any]:
             try:
@@ -334,15 +356,17 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
             except patches.PatchError as exc:
                 raise errors.invalid(resource.group, resource.plural, name, str(exc)) from exc
 
-        obj = store.update(resource, request.namespace, name, change, subresource=sub)
-        return to_scale(obj, store.scale_paths(resource)) if sub == "scale" else obj
+        obj = store.update(
+            resource, request.namespace, name, change, subresource=sub, dry_run=_dry_run(request)
+        )
+        # Always an explicit status: a kmock reaction keeps the last status it answered with.
+        payload = to_scale(obj, store.scale_paths(resource)) if sub == "scale" else obj
+        return Response(status=200, payload=payload)
 
     async def _serve_replace(self, request: kmock.Request) -> kmock.Payload:
         """PUT: replace an object (or its `/status`, or its `/scale`), conditional on a resourceVersion."""
         resource, name = self._object_of(request)
-        body = request.data
-        if not isinstance(body, dict):
-            raise errors.bad_request("the body of the request must be a JSON object")
+        body = _object_body(request)
         body_name = (body.get("metadata") or {}).get("name")
         if body_name and body_name != name:
             raise errors.bad_request(
@@ -355,7 +379,9 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
         def change(old: dict[str, Any]) -> dict[str, Any]:
             return _apply_scale(old, paths, body) if sub == "scale" else copy.deepcopy(body)
 
-        obj = store.update(resource, request.namespace, name, change, subresource=sub)
+        obj = store.update(
+            resource, request.namespace, name, change, subresource=sub, dry_run=_dry_run(request)
+        )
         return to_scale(obj, paths) if sub == "scale" else obj
 
     async def _serve_delete(self, request: kmock.Request) -> kmock.Payload:
@@ -364,7 +390,8 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
             raise errors.method_not_allowed(
                 f"DELETE is not supported on {resource.plural}/{request.subresource}"
             )
-        return self._store.delete(resource, request.namespace, name, _delete_options(request))
+        options = _delete_options(request)
+        return self._store.delete(resource, request.namespace, name, options, dry_run=_dry_run(request))
 
     async def _serve_delete_collection(self, request: kmock.Request) -> kmock.Payload:
         """`deletecollection`: delete every object the selectors match; answer with their list."""
@@ -374,7 +401,8 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
         deleted = []
         for obj in self._store.select(resource, where):
             metadata = obj.get("metadata") or {}
-            deleted.append(self._store.delete(resource, metadata.get("namespace"), metadata["name"], options))
+            namespace, name = metadata.get("namespace"), metadata["name"]
+            deleted.append(self._store.delete(resource, namespace, name, options, dry_run=_dry_run(request)))
         api_version, kind = self._store.type_meta(resource)
         metadata_out = {"resourceVersion": str(self._store.resource_version)}
         return {"apiVersion": api_version, "kind": f"{kind}List", "metadata": metadata_out, "items": deleted}
@@ -418,6 +446,33 @@ def _apply_scale(old: dict[str, Any], paths: ScalePaths, scale: Any) -> dict[str
     expected = (scale.get("metadata") or {}).get("resourceVersion")
     new["metadata"] = {**new.get("metadata", {}), "resourceVersion": expected}
     return new
+
+
+def _object_body(request: kmock.Request) -> dict[str, Any]:
+    """The object sent with POST or PUT: JSON (as every client here sends) or YAML; protobuf is refused."""
+    content_type = patches.content_type_of(request.headers)
+    if content_type in ("application/yaml", "application/x-yaml"):
+        try:
+            body = yaml.safe_load(request.body)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"the body is not valid YAML: {exc}") from exc
+    elif "protobuf" in content_type:
+        # kubectl's typed generators (`kubectl create namespace/configmap`) send protobuf; manifests do not.
+        raise errors.api_error(
+            415,
+            "UnsupportedMediaType",
+            "the emulator reads JSON and YAML bodies, not protobuf: use a manifest (`kubectl create -f`)",
+        )
+    else:
+        body = request.data
+    if not isinstance(body, dict):
+        raise errors.bad_request("the body of the request must be a JSON object")
+    return body
+
+
+def _dry_run(request: kmock.Request) -> bool:
+    """`?dryRun=All`: validate and answer, store nothing (kubectl diff, --dry-run=server)."""
+    return bool(request.params.get("dryRun"))
 
 
 def _delete_options(request: kmock.Request) -> dict[str, Any]:

@@ -132,8 +132,13 @@ class ObjectStore:
 
     # -- writing -----------------------------------------------------------------------------------------
 
-    def create(self, resource: kmock.resource, namespace: str | None, body: Any) -> dict[str, Any]:
-        """POST: fill server-owned metadata, honour `generateName`, refuse duplicates with AlreadyExists."""
+    def create(
+        self, resource: kmock.resource, namespace: str | None, body: Any, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """POST: fill server-owned metadata, honour `generateName`, refuse duplicates with AlreadyExists.
+
+        With `dry_run` (`?dryRun=All`, used by `kubectl diff` and `--dry-run=server`), nothing is stored.
+        """
         info = self.info(resource)
         if not isinstance(body, Mapping):
             raise errors.bad_request("the body of the request must be a JSON object")
@@ -186,7 +191,8 @@ class ObjectStore:
             obj.pop("status", None)
             if obj["kind"] in INITIAL_STATUS:
                 obj["status"] = copy.deepcopy(INITIAL_STATUS[obj["kind"]])
-        self._commit(resource, namespace, name, obj, "ADDED", None)
+        if not dry_run:
+            self._commit(resource, namespace, name, obj, "ADDED", None)
         return obj
 
     def update(
@@ -197,6 +203,7 @@ class ObjectStore:
         change: Change,
         *,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """PATCH/PUT: apply `change` to a copy, check the precondition, keep what the target may not touch.
 
@@ -243,6 +250,8 @@ class ObjectStore:
             new_metadata["generation"] = int(old_metadata.get("generation") or 0) + 1
         new_metadata["resourceVersion"] = str(self._next_resource_version())
         new["metadata"] = new_metadata
+        if dry_run:
+            return new
         self._commit(resource, namespace, name, new, "MODIFIED", old)
 
         if new_metadata.get("deletionTimestamp") and not new_metadata.get("finalizers"):
@@ -256,6 +265,8 @@ class ObjectStore:
         namespace: str | None,
         name: str,
         options: Mapping[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """DELETE: with finalizers, mark (deletionTimestamp) and keep; else remove and collect dependents."""
         self.info(resource)
@@ -273,6 +284,8 @@ class ObjectStore:
             or ("Orphan" if options.get("orphanDependents") else "Background")
         )
 
+        if dry_run:
+            return old
         if not old_metadata.get("finalizers"):
             return self._remove(resource, namespace, name, old, policy)
         if old_metadata.get("deletionTimestamp"):
