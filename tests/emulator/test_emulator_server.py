@@ -15,7 +15,7 @@ import kubernetes
 import pytest
 import yaml
 
-from smoothscale.operator.emulator import RunningEmulator, serve_emulator
+from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator, serve_emulator
 
 
 async def test_serve_writes_a_kubeconfig_for_the_url(tmp_path: Path) -> None:
@@ -50,6 +50,22 @@ def test_the_threaded_emulator_serves_synchronous_clients(
     core = kubernetes.client.CoreV1Api(k8s)
     core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}, "data": {"a": "1"}})
     assert core.read_namespaced_config_map("cm", "default").data == {"a": "1"}
+
+
+def test_the_threaded_emulator_runs_functions_in_its_loop() -> None:
+    runner = EmulatorThread(build_emulator())
+    with runner as running:
+        created = runner.call(
+            lambda: running.emulator.create_object("v1/configmaps", {"metadata": {"name": "seeded"}})
+        )
+        assert created["metadata"]["namespace"] == "default"  # namespaced kinds default to `default`
+        client = kubernetes.config.new_client_from_config(config_file=str(running.kubeconfig))
+        with client:
+            assert (
+                kubernetes.client.CoreV1Api(client)
+                .read_namespaced_config_map("seeded", "default")
+                .metadata.uid
+            )
 
 
 def _free_port() -> int:
