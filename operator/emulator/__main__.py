@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -27,6 +28,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, a free port)")
     parser.add_argument("--kubeconfig", help="write a kubeconfig for the emulator to this path")
     parser.add_argument("--peering", action="store_true", help="also serve kopf's peering resources")
+    parser.add_argument(
+        "--log-level", default="WARNING", help="e.g. INFO to log every request (default: WARNING)"
+    )
     parser.add_argument(
         "--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks"
     )
@@ -53,6 +57,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     asyncio.run(_serve(args))
     sys.stdout.flush()
     sys.stderr.flush()
