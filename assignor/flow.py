@@ -19,7 +19,7 @@ client.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ortools.graph.python import min_cost_flow
@@ -27,25 +27,60 @@ from ortools.graph.python import min_cost_flow
 from smoothscale.assignor.cluster import IntArray
 
 NO_EXCLUSION = -1
+# Up to this many (task, client) pairs, tasks with several copies get the exact dense graph.
+DENSE_LIMIT = 200_000
+
+
+UNLIMITED = np.iinfo(np.int32).max
 
 
 @dataclass(frozen=True, slots=True)
 class Bounds:
-    """Per-client count bounds and, optionally, per group-and-client bounds (shape groups x clients)."""
+    """Count bounds per client, and optionally per (group, client) and per (class, client).
+
+    Groups are subtopologies (balanced each on its own); classes gather groups whose sum is bounded
+    together (all stateless actives, say, next to standbys that share the same clients).
+    """
 
     client_lower: IntArray
     client_upper: IntArray
     group_lower: IntArray | None = None
     group_upper: IntArray | None = None
+    class_lower: IntArray | None = None
+    class_upper: IntArray | None = None
 
     def relaxations(self) -> list[Bounds]:
-        """The bounds to try in order: all of them, then fewer lower bounds, then upper bounds only."""
-        zero = np.zeros_like(self.client_lower)
+        """The bounds to try in order, when the full set cannot hold together.
+
+        With classes, the client bounds are the total load (the softest promise) and go first; then the
+        per-group bounds; then every lower bound; last, only the structure (distinct clients, exclusions).
+        """
+        open_lower = np.zeros_like(self.client_lower)
+        open_upper = np.full_like(self.client_upper, UNLIMITED)
+        client = (self.client_lower, self.client_upper)
+        if self.class_lower is not None:
+            client = (open_lower, open_upper)
         steps = [self]
+        if self.class_lower is not None:
+            steps.append(replace(self, client_lower=client[0], client_upper=client[1]))
+        ungrouped = replace(
+            self, client_lower=client[0], client_upper=client[1], group_lower=None, group_upper=None
+        )
         if self.group_lower is not None:
-            steps.append(Bounds(self.client_lower, self.client_upper))
-        steps.append(Bounds(zero, self.client_upper))
-        steps.append(Bounds(zero, np.full_like(self.client_upper, np.iinfo(np.int32).max)))
+            steps.append(ungrouped)
+        no_lower = replace(
+            ungrouped,
+            client_lower=open_lower,
+            class_lower=None if self.class_lower is None else np.zeros_like(self.class_lower),
+        )
+        steps.append(no_lower)
+        steps.append(
+            replace(
+                no_lower,
+                client_upper=open_upper,
+                class_upper=None if self.class_upper is None else np.full_like(self.class_upper, UNLIMITED),
+            )
+        )
         return steps
 
 
@@ -71,6 +106,7 @@ class PlacementProblem:
     direct_item: IntArray
     direct_client: IntArray
     direct_cost: IntArray
+    group_class: IntArray | None = None  # per group: its class, when classes are bounded
 
     @property
     def n_items(self) -> int:
@@ -120,7 +156,7 @@ def place(problem: PlacementProblem, bounds: Bounds) -> list[list[int]]:
 
 @dataclass(frozen=True, slots=True)
 class _Layout:
-    """Node ids: items | hubs (group, rack) | exclusions | blocks | group-clients | clients | sink."""
+    """Node ids: items | hubs | exclusions | blocks | group-clients | class-clients | clients | sink."""
 
     n_items: int
     n_groups: int
@@ -133,6 +169,8 @@ class _Layout:
     block_size: IntArray  # per rack
     grouped: bool
     group_client_base: int
+    group_class: IntArray | None  # set when class-client nodes exist
+    class_client_base: int
     client_base: int
 
     @property
@@ -143,8 +181,14 @@ class _Layout:
         return self.hub_base + group * len(self.members) + rack
 
     def exit(self, group: IntArray, client: IntArray) -> IntArray:
+        """Where a copy of `group` leaves the rack structure toward `client`."""
         if self.grouped:
             return self.group_client_base + group * self.n_clients + client
+        return self.class_exit(group, client)
+
+    def class_exit(self, group: IntArray, client: IntArray) -> IntArray:
+        if self.group_class is not None:
+            return self.class_client_base + self.group_class[group] * self.n_clients + client
         return self.client_base + client
 
     def exclusion(self, group: IntArray, client: IntArray) -> IntArray:
@@ -152,17 +196,20 @@ class _Layout:
         return self.exclusion_base + np.searchsorted(self.exclusion_keys, keys)
 
 
-def _layout(problem: PlacementProblem, grouped: bool) -> _Layout:
+def _layout(problem: PlacementProblem, grouped: bool, classed: bool, dense_nodes: int = 0) -> _Layout:
+    """Node ids of the aggregated graph, or, with `dense_nodes`, of the dense one (its own nodes first)."""
     n_items, n_clients, n_groups = problem.n_items, problem.n_clients, problem.n_groups
     members = [np.flatnonzero(problem.client_rack == r).astype(np.int64) for r in range(problem.n_racks)]
     excluded = problem.entry_exclude != NO_EXCLUSION
     keys = np.unique(
         problem.item_group[problem.entry_item[excluded]] * n_clients + problem.entry_exclude[excluded]
     )
+    if dense_nodes:
+        keys = keys[:0]
     block_size = np.array([max(1, int(np.ceil(np.sqrt(len(m))))) for m in members], dtype=np.int64)
     n_blocks = np.array([-(-len(m) // b) for m, b in zip(members, block_size, strict=True)], dtype=np.int64)
     hub_base = n_items
-    exclusion_base = hub_base + n_groups * problem.n_racks
+    exclusion_base = hub_base + (dense_nodes if dense_nodes else n_groups * problem.n_racks)
     blocks_start = exclusion_base + len(keys)
     per_group = int(n_blocks.sum()) if len(keys) else 0
     block_base = (
@@ -171,7 +218,10 @@ def _layout(problem: PlacementProblem, grouped: bool) -> _Layout:
         + np.concatenate([[0], np.cumsum(n_blocks)[:-1]])[None, :]
     )
     group_client_base = blocks_start + n_groups * per_group
-    client_base = group_client_base + (n_groups * n_clients if grouped else 0)
+    class_client_base = group_client_base + (n_groups * n_clients if grouped else 0)
+    group_class = problem.group_class if classed else None
+    n_classes = 0 if group_class is None else int(group_class.max()) + 1
+    client_base = class_client_base + n_classes * n_clients
     return _Layout(
         n_items,
         n_groups,
@@ -184,13 +234,94 @@ def _layout(problem: PlacementProblem, grouped: bool) -> _Layout:
         block_size,
         grouped,
         group_client_base,
+        group_class,
+        class_client_base,
         client_base,
     )
 
 
 def _solve(problem: PlacementProblem, bounds: Bounds) -> list[list[int]] | None:
-    grouped = bounds.group_lower is not None
-    lay = _layout(problem, grouped)
+    many_copies = problem.n_items > 0 and int(problem.supply.max()) > 1
+    if many_copies and problem.n_items * problem.n_clients <= DENSE_LIMIT:
+        return _solve_dense(problem, bounds)
+    return _solve_aggregated(problem, bounds)
+
+
+def _run(graph: _Graph, supplies: IntArray) -> IntArray | None:
+    """Solve; the flow of every arc, or None when the supplies cannot all be routed."""
+    solver = min_cost_flow.SimpleMinCostFlow()
+    solver.add_arcs_with_capacity_and_unit_cost(
+        np.concatenate(graph.tails),
+        np.concatenate(graph.heads),
+        np.concatenate(graph.capacities),
+        np.concatenate(graph.costs),
+    )
+    solver.set_nodes_supplies(np.arange(len(supplies), dtype=np.int32), supplies)
+    if solver.solve() != solver.OPTIMAL:
+        return None
+    flows: IntArray = solver.flows(np.arange(graph.n_arcs, dtype=np.int64))
+    return flows
+
+
+def _solve_dense(problem: PlacementProblem, bounds: Bounds) -> list[list[int]] | None:
+    """Exact for tasks with several copies: one node per (task, client) lets each take one copy at most.
+
+    Items x racks nodes carry the entry tiers (first copy in a rack cheaper than the next); items x clients
+    nodes merge entries and direct arcs. Only used where that graph is small.
+    """
+    n_items, n_clients, n_racks = problem.n_items, problem.n_clients, problem.n_racks
+    tiers_base = n_items
+    slots_base = tiers_base + n_items * n_racks
+    lay = _layout(
+        problem,
+        bounds.group_lower is not None,
+        bounds.class_lower is not None,
+        dense_nodes=n_items * (n_racks + n_clients),
+    )
+    supplies = np.zeros(lay.sink + 1, dtype=np.int64)
+    supplies[:n_items] = problem.supply
+    supplies[lay.sink] = -int(problem.supply.sum())
+    graph = _Graph([], [], [], [])
+    graph.add(
+        problem.entry_item,
+        tiers_base + problem.entry_item * n_racks + problem.entry_rack,
+        problem.entry_capacity,
+        problem.entry_cost,
+    )
+    excluded = np.full((n_items, n_racks), NO_EXCLUSION, dtype=np.int64)
+    excluded[problem.entry_item, problem.entry_rack] = problem.entry_exclude
+    items = np.repeat(np.arange(n_items, dtype=np.int64), n_clients)
+    clients = np.tile(np.arange(n_clients, dtype=np.int64), n_items)
+    racks = problem.client_rack[clients]
+    allowed = excluded[items, racks] != clients
+    _unlimited(
+        graph,
+        tiers_base + items[allowed] * n_racks + racks[allowed],
+        slots_base + items[allowed] * n_clients + clients[allowed],
+        1,
+    )
+    graph.add(
+        problem.direct_item,
+        slots_base + problem.direct_item * n_clients + problem.direct_client,
+        np.ones(len(problem.direct_item), dtype=np.int64),
+        problem.direct_cost,
+    )
+    slot_arcs = _unlimited(
+        graph, slots_base + items * n_clients + clients, lay.exit(problem.item_group[items], clients), 1
+    )
+    _add_balance(graph, lay, bounds, supplies)
+    flows = _run(graph, supplies)
+    if flows is None:
+        return None
+    placed: list[list[int]] = [[] for _ in range(n_items)]
+    taken = flows[slot_arcs] > 0
+    for item, client in zip(items[taken].tolist(), clients[taken].tolist(), strict=True):
+        placed[item].append(client)
+    return placed
+
+
+def _solve_aggregated(problem: PlacementProblem, bounds: Bounds) -> list[list[int]] | None:
+    lay = _layout(problem, bounds.group_lower is not None, bounds.class_lower is not None)
     n_nodes = lay.sink + 1
     supplies = np.zeros(n_nodes, dtype=np.int64)
     supplies[: lay.n_items] = problem.supply
@@ -216,18 +347,9 @@ def _solve(problem: PlacementProblem, bounds: Bounds) -> list[list[int]] | None:
     fan_out = _add_fan_out(graph, lay, problem.client_rack, unlimited)
     _add_balance(graph, lay, bounds, supplies)
 
-    solver = min_cost_flow.SimpleMinCostFlow()
-    solver.add_arcs_with_capacity_and_unit_cost(
-        np.concatenate(graph.tails),
-        np.concatenate(graph.heads),
-        np.concatenate(graph.capacities),
-        np.concatenate(graph.costs),
-    )
-    solver.set_nodes_supplies(np.arange(n_nodes, dtype=np.int32), supplies)
-    if solver.solve() != solver.OPTIMAL:
+    flows = _run(graph, supplies)
+    if flows is None:
         return None
-    flows = solver.flows(np.arange(graph.n_arcs, dtype=np.int64))
-
     placed: list[list[int]] = [[] for _ in range(lay.n_items)]
     chosen = flows[direct_arcs] > 0
     for item, client in zip(
@@ -303,25 +425,35 @@ def _unlimited(graph: _Graph, tails: IntArray, heads: IntArray, capacity: int) -
 
 
 def _add_balance(graph: _Graph, lay: _Layout, bounds: Bounds, supplies: IntArray) -> None:
-    """Lower-bounded arcs group-client -> client and client -> sink, lower bounds moved into supplies."""
+    """Lower-bounded arcs group-client -> class-client -> client -> sink, lower bounds moved to supplies."""
     clients = np.arange(lay.n_clients, dtype=np.int64)
     if lay.grouped:
         assert bounds.group_lower is not None and bounds.group_upper is not None
-        lower = bounds.group_lower.reshape(-1)
-        upper = bounds.group_upper.reshape(-1)
-        tails = lay.group_client_base + np.arange(lay.n_groups * lay.n_clients)
-        heads = lay.client_base + np.tile(clients, lay.n_groups)
-        graph.add(tails, heads, upper - lower, np.zeros(len(tails), dtype=np.int64))
-        np.subtract.at(supplies, tails, lower)
-        np.add.at(supplies, heads, lower)
-    graph.add(
-        lay.client_base + clients,
-        np.full(lay.n_clients, lay.sink),
-        bounds.client_upper - bounds.client_lower,
-        np.zeros(lay.n_clients, dtype=np.int64),
+        groups = np.repeat(np.arange(lay.n_groups), lay.n_clients)
+        members = np.tile(clients, lay.n_groups)
+        tails = lay.exit(groups, members)
+        heads = lay.class_exit(groups, members)
+        _lower_bounded(graph, supplies, tails, heads, bounds.group_lower, bounds.group_upper)
+    if lay.group_class is not None:
+        assert bounds.class_lower is not None and bounds.class_upper is not None
+        n_classes = int(lay.group_class.max()) + 1
+        tails = lay.class_client_base + np.arange(n_classes * lay.n_clients)
+        heads = lay.client_base + np.tile(clients, n_classes)
+        _lower_bounded(graph, supplies, tails, heads, bounds.class_lower, bounds.class_upper)
+    sinks = np.full(lay.n_clients, lay.sink)
+    _lower_bounded(
+        graph, supplies, lay.client_base + clients, sinks, bounds.client_lower, bounds.client_upper
     )
-    supplies[lay.client_base + clients] -= bounds.client_lower
-    supplies[lay.sink] += int(bounds.client_lower.sum())
+
+
+def _lower_bounded(
+    graph: _Graph, supplies: IntArray, tails: IntArray, heads: IntArray, lower: IntArray, upper: IntArray
+) -> None:
+    """Arcs with flow in [lower, upper]: the lower part is pre-routed by moving it into the supplies."""
+    lower, upper = lower.reshape(-1), upper.reshape(-1)
+    graph.add(tails, heads, upper - lower, np.zeros(len(tails), dtype=np.int64))
+    np.subtract.at(supplies, tails, lower)
+    np.add.at(supplies, heads, lower)
 
 
 def _fill_rack(
@@ -356,14 +488,52 @@ def _fill_rack(
     solver.set_nodes_supplies(np.arange(len(supplies), dtype=np.int32), supplies)
     solver.solve()
     flows = solver.flows(np.arange(len(tail), dtype=np.int64))
+    done: list[list[int]] = []  # [item, excluded client, client] of every copy placed in this rack
+    clashes: list[tuple[int, int, int]] = []
     for k, excluded_client in enumerate(classes.tolist()):
-        queue = items[excluded == excluded_client].tolist()
         mask = (tail == k) & (flows > 0)
-        for client_index, count in zip(head[mask].tolist(), flows[mask].tolist(), strict=True):
-            client = int(clients[client_index - n_classes])
-            for _ in range(count):
-                pick = next((i for i, item in enumerate(queue) if client not in placed[item]), None)
-                if pick is None:
-                    placed[queue.pop(0)].append(-1)
-                else:
-                    placed[queue.pop(pick)].append(client)
+        slots_of_class = _interleave(
+            [int(clients[i - n_classes]) for i in head[mask].tolist()], flows[mask].tolist()
+        )
+        for item, client in zip(
+            sorted(items[excluded == excluded_client].tolist()), slots_of_class, strict=True
+        ):
+            if client in placed[item]:
+                clashes.append((item, excluded_client, client))
+            else:
+                placed[item].append(client)
+                done.append([item, excluded_client, client])
+    for item, excluded_client, client in clashes:
+        _swap_in(placed, done, item, excluded_client, client)
+
+
+def _interleave(clients: list[int], counts: list[int]) -> list[int]:
+    """Slots in round-robin order over clients, so that neighbouring copies (one task's) land apart."""
+    slots: list[int] = []
+    remaining = list(counts)
+    while any(remaining):
+        for index, client in enumerate(clients):
+            if remaining[index]:
+                slots.append(client)
+                remaining[index] -= 1
+    return slots
+
+
+def _swap_in(placed: list[list[int]], done: list[list[int]], item: int, excluded: int, client: int) -> None:
+    """Place a copy whose slot is on a client that already holds its task, by trading slots with a copy
+    placed earlier in the same rack (same cost: both came through this rack's entries)."""
+    for entry in done:
+        other, other_excluded, other_client = entry
+        if (
+            other != item
+            and client not in placed[other]
+            and client != other_excluded
+            and other_client not in placed[item]
+            and other_client != excluded
+        ):
+            placed[other][placed[other].index(other_client)] = client
+            placed[item].append(other_client)
+            entry[2] = client
+            done.append([item, excluded, other_client])
+            return
+    placed[item].append(-1)

@@ -5,11 +5,14 @@ caught up; until then it stays on (or goes to) the most caught-up client and the
 as a warmup, at most maxWarmupReplicas at once. Leaving pods (the incremental-rebalancing drafts) keep the
 actives they have until a pod that stays is caught up, or until their scale-down timeout expires; they get
 nothing new. Stateless tasks have nothing to restore and go straight to their target.
+
+Only clients that reported state for a task are visited (a client without state has the changelog length as
+its lag, so one stand-in speaks for all of them): the cost per task does not grow with the cluster.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,120 +27,103 @@ class Assignment:
     warmup: list[list[int]]
     explain: list[str]
     waiting: int = 0  # moves toward the target that wait for a warmup slot
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    """A client considered for a task's active, with what the choice depends on."""
-
-    client: int
-    rank: int
-    leaving: bool
 
 
 class _Chooser:
-    """Per-task choices; only clients that reported state are visited, so cost is independent of size."""
+    """Per-task choices of the active and the standbys."""
 
     def __init__(self, cluster: Cluster, target: Target) -> None:
         self.cluster = cluster
         self.target = target
-        self.non_leaving = cluster.non_leaving()
-        self.non_leaving_set = set(self.non_leaving.tolist())
+        self.acceptable = cluster.config.acceptable_recovery_lag
+        self.leaving: list[bool] = cluster.leaving.tolist()
+        self.expired: list[bool] = cluster.expired.tolist()
+        self.rack: list[int] = cluster.client_rack.tolist()
+        self.non_leaving: list[int] = cluster.non_leaving().tolist()
+        self.goal: list[int] = target.active.tolist()
+        self.owner: list[int] = cluster.current_active.tolist()
+        self.changelog: list[int] = cluster.changelog.tolist()
 
-    def candidates(self, task: int) -> list[_Candidate]:
-        """Clients with state for the task, the target client, and the owner if it may keep it.
+    def rank(self, task: int, client: int) -> int:
+        lag = self.cluster.reported_lags[task].get(client, self.changelog[task])
+        return 0 if lag <= self.acceptable else lag
 
-        Clients without state all share the changelog-length rank; the target client (or, when it has
-        reported state, the first stateless staying client) stands in for them.
-        """
-        cluster = self.cluster
-        owner = int(cluster.current_active[task])
-        reported = cluster.reported_lags[task]
-        seen = set(reported) | {int(self.target.active[task])}
-        if owner != NO_CLIENT:
-            seen.add(owner)
-        if int(self.target.active[task]) in reported:
-            stand_in = next((int(c) for c in self.non_leaving if int(c) not in reported), None)
-            if stand_in is not None:
-                seen.add(stand_in)
-        result = []
-        for client in sorted(seen):
-            leaving = bool(cluster.leaving[client])
-            if leaving and (client != owner or cluster.expired[client]):
-                continue
-            result.append(_Candidate(client, cluster.rank(task, client), leaving))
-        return result
+    def _stand_in(self, task: int) -> int | None:
+        """A staying client without reported state: it speaks for every such client."""
+        reported = self.cluster.reported_lags[task]
+        goal = self.goal[task]
+        if goal not in reported:
+            return goal
+        return next((c for c in self.non_leaving if c not in reported), None)
 
     def choose_active(self, task: int) -> tuple[int, str]:
-        cluster = self.cluster
-        goal = int(self.target.active[task])
-        owner = int(cluster.current_active[task])
+        cluster, goal, owner = self.cluster, self.goal[task], self.owner[task]
         if not cluster.stateful[task]:
             return goal, _moved("stateless", owner, goal, cluster)
-        candidates = self.candidates(task)
-        by_client = {c.client: c for c in candidates}
-        if by_client[goal].rank == 0:
-            return goal, _moved(_lag_note(cluster, task, goal), owner, goal, cluster)
-        caught_up = [c for c in candidates if c.rank == 0]
-        staying = [c for c in caught_up if not c.leaving]
-        if (
-            owner in by_client
-            and by_client[owner].rank == 0
-            and (not by_client[owner].leaving or not staying)
-        ):
-            note = "leaving, no staying pod caught up yet" if by_client[owner].leaving else "caught up"
-            return owner, f"kept on {_name(cluster, owner)}: {note}"
-        if caught_up:
-            pick = min(
-                caught_up, key=lambda c: (c.leaving, self._not_target_standby(task, c.client), c.client)
-            )
-            return pick.client, _moved(_lag_note(cluster, task, pick.client), owner, pick.client, cluster)
+        if self.rank(task, goal) == 0:
+            return goal, _moved(_caught_up(cluster, task, goal), owner, goal, cluster)
+        reported = cluster.reported_lags[task]
+        owner_may_keep = owner != NO_CLIENT and not (self.leaving[owner] and self.expired[owner])
+        staying_caught_up = [
+            c for c, lag in reported.items() if lag <= self.acceptable and not self.leaving[c]
+        ]
+        if owner_may_keep and self.rank(task, owner) == 0:
+            if not self.leaving[owner]:
+                return owner, f"kept on {_name(cluster, owner)}: caught up"
+            if not staying_caught_up:
+                return owner, f"kept on leaving {_name(cluster, owner)}: no staying pod caught up yet"
+        if staying_caught_up:
+            standbys = self.target.standby[task]
+            pick = min(staying_caught_up, key=lambda c: (c not in standbys, c))
+            return pick, _moved(_caught_up(cluster, task, pick), owner, pick, cluster)
         # Nobody is caught up: the most caught-up client, keeping the owner (then the target) on a tie.
-        best = min(c.rank for c in candidates)
-        tied = [c.client for c in candidates if c.rank == best]
-        pick_client = owner if owner in tied else goal if goal in tied else tied[0]
-        reason = f"nobody caught up, most caught up (lag {cluster.lag(task, pick_client)})"
-        if owner != NO_CLIENT and cluster.expired[owner]:
+        ranks = {c: lag for c, lag in reported.items() if not self.leaving[c]}
+        if owner_may_keep:
+            ranks[owner] = self.rank(task, owner)
+        stand_in = self._stand_in(task)
+        if stand_in is not None:
+            ranks[stand_in] = self.changelog[task]
+        best = min(ranks.values())
+        pick = next(c for c in (owner, goal, *sorted(ranks)) if ranks.get(c) == best)
+        reason = f"nobody caught up, most caught up (lag {cluster.lag(task, pick)})"
+        if owner != NO_CLIENT and self.expired[owner]:
             reason = f"scale-down timeout of {_name(cluster, owner)} expired; {reason}"
-        return pick_client, _moved(reason, owner, pick_client, cluster)
-
-    def _not_target_standby(self, task: int, client: int) -> bool:
-        return client not in self.target.standby[task]
-
-    def _outside_target(self, task: int, client: int) -> bool:
-        """A copy outside the target would be dropped later: a standby placed in it is wasted restoring."""
-        return client != self.target.active[task] and client not in self.target.standby[task]
+        return pick, _moved(reason, owner, pick, cluster)
 
     def choose_standbys(self, task: int, active: int) -> list[int]:
         """Rule 4: the most caught-up staying clients, preferring the target's clients, then other racks."""
         cluster = self.cluster
-        wanted = min(cluster.config.num_standbys, len(self.non_leaving) - (active in self.non_leaving_set))
+        staying_others = len(self.non_leaving) - (0 if self.leaving[active] else 1)
+        wanted = min(cluster.config.num_standbys, staying_others)
         if wanted <= 0:
             return []
-        pool = {c for c in cluster.reported_lags[task] if c in self.non_leaving_set}
-        pool.update(self.target.standby[task])
-        pool.add(int(self.target.active[task]))
-        pool.update(c for c in cluster.current_standby[task] if c in self.non_leaving_set)
+        targets = self.target.standby[task]
+        if len(targets) == wanted and active not in targets and all(self.rank(task, c) == 0 for c in targets):
+            return list(targets)
+        in_target = {self.goal[task], *targets}
+        current = cluster.current_standby[task]
+        pool = {c for c in cluster.reported_lags[task] if not self.leaving[c]}
+        pool.update(in_target)
+        pool.update(c for c in current if not self.leaving[c])
         pool.discard(active)
         chosen: list[int] = []
-        used_racks = {int(cluster.client_rack[active])}
+        used_racks = {self.rack[active]}
         while len(chosen) < wanted:
             if not pool:
-                pool = {int(c) for c in self.non_leaving if c != active and c not in chosen}
+                pool = {c for c in self.non_leaving if c != active and c not in chosen}
             pick = min(
                 pool,
                 key=lambda c: (
-                    cluster.rank(task, c),
-                    self._outside_target(task, c),
-                    int(cluster.client_rack[c]) in used_racks,
-                    c not in cluster.current_standby[task],
+                    self.rank(task, c),
+                    c not in in_target,
+                    self.rack[c] in used_racks,
+                    c not in current,
                     c,
                 ),
             )
             pool.discard(pick)
             chosen.append(pick)
-            used_racks.add(int(cluster.client_rack[pick]))
+            used_racks.add(self.rack[pick])
         return sorted(chosen)
 
 
@@ -145,7 +131,7 @@ def _name(cluster: Cluster, client: int) -> str:
     return str(cluster.client_ids[client])
 
 
-def _lag_note(cluster: Cluster, task: int, client: int) -> str:
+def _caught_up(cluster: Cluster, task: int, client: int) -> str:
     return f"caught up (lag {cluster.lag(task, client)})"
 
 
@@ -160,39 +146,35 @@ def _moved(reason: str, owner: int, client: int, cluster: Cluster) -> str:
 def plan_movements(cluster: Cluster, target: Target) -> Assignment:
     chooser = _Chooser(cluster, target)
     n_tasks = cluster.n_tasks
-    active = np.full(n_tasks, NO_CLIENT, dtype=np.int64)
+    active = [NO_CLIENT] * n_tasks
     standby: list[list[int]] = [[] for _ in range(n_tasks)]
     explain: list[str] = [""] * n_tasks
-    wanted: list[tuple[tuple[int, int, int, int, int, int], int, int]] = []
+    stateful: list[bool] = cluster.stateful.tolist()
+    wanted: list[tuple[int, int, int, int, int, int]] = []
     for task in range(n_tasks):
         active[task], explain[task] = chooser.choose_active(task)
-        if not cluster.stateful[task]:
+        if not stateful[task]:
             continue
-        standby[task] = chooser.choose_standbys(task, int(active[task]))
-        owner_leaving = int(cluster.leaving[int(active[task])])
+        standby[task] = chooser.choose_standbys(task, active[task])
+        owner_staying = 0 if chooser.leaving[active[task]] else 1
         existing = cluster.current_warmup[task]
-        moves = [(0, int(target.active[task]))] + [(1, c) for c in target.standby[task]]
+        moves = [(0, chooser.goal[task])] + [(1, c) for c in target.standby[task]]
         for kind, client in moves:
-            if client == active[task] or client in standby[task]:
-                continue
-            priority = (
-                1 - owner_leaving,
-                0 if client in existing else 1,
-                kind,
-                cluster.lag(task, client),
-                task,
-                client,
-            )
-            wanted.append((priority, task, client))
+            if client != active[task] and client not in standby[task]:
+                is_new = 0 if client in existing else 1
+                lag = cluster.lag(task, client)
+                wanted.append((owner_staying, is_new, kind, lag, task, client))
     wanted.sort()
     cap = cluster.config.max_warmup_replicas
     warmup: list[list[int]] = [[] for _ in range(n_tasks)]
-    for _, task, client in wanted[:cap]:
+    for *_, task, client in wanted[:cap]:
         warmup[task].append(client)
     for task in range(n_tasks):
         warmup[task].sort()
-        explain[task] += _pending_note(cluster, target, task, int(active[task]), standby[task], warmup[task])
-    return Assignment(active, standby, warmup, explain, waiting=max(0, len(wanted) - cap))
+        explain[task] += _pending_note(cluster, target, task, active[task], standby[task], warmup[task])
+    return Assignment(
+        np.array(active, dtype=np.int64), standby, warmup, explain, waiting=max(0, len(wanted) - cap)
+    )
 
 
 def _pending_note(
@@ -204,7 +186,9 @@ def _pending_note(
         how = (
             "warmup"
             if goal in warmup
-            else ("standby restoring" if goal in standby else "waiting for a warmup slot")
+            else "standby restoring"
+            if goal in standby
+            else "waiting for a warmup slot"
         )
         notes.append(f"moves to {_name(cluster, goal)} once caught up ({how}, lag {cluster.lag(task, goal)})")
     missing = [c for c in target.standby[task] if c not in standby]
@@ -212,4 +196,4 @@ def _pending_note(
         notes.append("standby moves to " + ", ".join(_name(cluster, c) for c in missing) + " once caught up")
     traffic = int(cluster.missing_partitions[task, cluster.client_rack[active]])
     notes.append("input read across racks" if traffic else "same rack as its input")
-    return "; " + "; ".join(notes) if notes else ""
+    return "; " + "; ".join(notes)

@@ -19,6 +19,8 @@ from smoothscale.assignor.movement import Assignment, plan_movements
 from smoothscale.assignor.target import Holdings, Target, compute_target, current_holdings
 from smoothscale.assignor.validation import validate_snapshot
 
+_FIXED_POINT_ROUNDS = 4
+
 
 def plan(snapshot: Snapshot) -> Plan:
     """Plan one app: raises `SnapshotError` for inconsistent input, never returns a rule-breaking plan."""
@@ -26,13 +28,16 @@ def plan(snapshot: Snapshot) -> Plan:
     cluster = build_cluster(snapshot)
     target = compute_target(cluster, current_holdings(cluster))
     assignment = plan_movements(cluster, target)
-    if _is_stable(target, assignment):
+    for _ in range(_FIXED_POINT_ROUNDS):
+        if not _is_stable(target, assignment):
+            break
         # KIP-441 rule 5: a stable plan fed back must come back unchanged. Re-solve as if it had been
         # published; should a different target win, aim for that one now rather than one round later.
         again = compute_target(cluster, _as_published(cluster, target))
-        if not _same_target(again, target):
-            target = again
-            assignment = plan_movements(cluster, target)
+        if _same_target(again, target):
+            break
+        target = again
+        assignment = plan_movements(cluster, target)
     return _render(cluster, target, assignment)
 
 

@@ -1,14 +1,18 @@
 """The target: the balanced, rack-optimal assignment that a plan converges to (KIP-441 + KIP-925).
 
-Three solves, in KIP-925's order: stateful actives, then stateless actives (so that all actives together stay
-balanced), then standbys (so that total load, actives plus standbys, stays balanced). Every solve is balanced
-per unit of capacity over the clients that are not leaving and, among balanced placements, minimises
-cross-rack traffic plus the cost of moving away from the clients that hold a task today.
+Two solves. First the stateful actives, balanced per unit of capacity (and per subtopology with
+`balance_subtopology`). Then the standbys and the stateless actives together, so that all actives stay
+balanced and so does the total load (actives plus standbys): solved apart, stateless tasks placed before the
+standbys can leave a client no room that the standbys' exclusions could fill. Only clients that are not
+leaving take part. Among balanced placements each solve minimises cross-rack traffic plus the cost of moving
+away from the clients that hold a task today.
 
-Costs, in units before scaling: an active costs 2 x trafficCost per input partition read across racks, plus
+Costs, in units before scaling: an active costs 3 x trafficCost per input partition read across racks, plus
 nonOverlapCost x 0 on its current active client, x 1 on a client with state for it (a standby, a warmup, or a
-caught-up copy), x 2 elsewhere: warm state is half-way to "already there", which keeps in-progress warmups in
-the target and so makes the plan converge. Every unit is multiplied by (items + 1) and one more is added off
+caught-up copy), x 3 elsewhere (KIP-925's non-overlap cost, so the traffic to non-overlap ratio is the one
+configured). Warm state costs a third of a cold move: using two warm copies beats keeping one active and
+restoring another from scratch (KIP-441's scaling-in), and in-progress warmups stay in
+the target and so makes the plan converge. Every unit is multiplied by (copies + 1) and one more is added off
 the current holder, so that among equally good targets the current assignment always wins: a stable plan fed
 back is returned unchanged.
 """
@@ -20,8 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from smoothscale.assignor.cluster import NO_CLIENT, Cluster, IntArray, flatten
-from smoothscale.assignor.flow import NO_EXCLUSION, Bounds, PlacementProblem, place
+from smoothscale.assignor.flow import NO_EXCLUSION, UNLIMITED, Bounds, PlacementProblem, place
 from smoothscale.assignor.models import RackStrategy
+
+COLD = 3  # warmth of a client without state for the task, in non-overlap units
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +59,14 @@ def proportional_bounds(total: int, capacity: IntArray) -> tuple[IntArray, IntAr
 class _Costs:
     """Integer costs of putting a copy of a task on a client, shared by the three solves."""
 
-    def __init__(self, cluster: Cluster, holdings: Holdings, n_items: int) -> None:
+    def __init__(self, cluster: Cluster, holdings: Holdings) -> None:
         self.cluster = cluster
         self.holdings = holdings
-        self.scale = n_items + 1
         self.non_overlap = cluster.config.rack_aware.non_overlap_cost
-        # Warmth of a client with no relation to the task: 1 if everyone counts as caught up, else 2.
-        self.generic = np.where(cluster.stateful & cluster.everyone_caught_up_mask(), 1, 2).astype(np.int64)
+        # Warmth of a client with no relation to the task: 1 if everyone counts as caught up, else cold.
+        self.generic = np.where(cluster.stateful & cluster.everyone_caught_up_mask(), 1, COLD).astype(
+            np.int64
+        )
 
     def warm(self, tasks: IntArray, *, standby: bool) -> tuple[IntArray, IntArray, IntArray]:
         """(item, client, warmth) for clients warmer than a generic one, items indexing `tasks`.
@@ -98,165 +105,230 @@ class _Costs:
         return item[first], client[first], warmth[first]
 
 
-def _local_index(clients: IntArray, n_clients: int) -> IntArray:
-    local = np.full(n_clients, -1, dtype=np.int64)
-    local[clients] = np.arange(len(clients))
-    return local
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """The clients a target may use (those not leaving) and their rack layout, in local positions."""
+
+    cluster: Cluster
+    holdings: Holdings
+    clients: IntArray  # global positions
+    local: IntArray  # global position -> local position, or -1
+    racks: IntArray  # global rack index of each local rack
+    client_rack: IntArray  # local rack of each local client
+
+    @staticmethod
+    def of(cluster: Cluster, holdings: Holdings) -> _Context:
+        clients = cluster.non_leaving()
+        local = np.full(cluster.n_clients, -1, dtype=np.int64)
+        local[clients] = np.arange(len(clients))
+        racks = np.unique(cluster.client_rack[clients])
+        rack_local = np.full(len(cluster.racks), -1, dtype=np.int64)
+        rack_local[racks] = np.arange(len(racks))
+        return _Context(cluster, holdings, clients, local, racks, rack_local[cluster.client_rack[clients]])
+
+    def bounds(self, total: int) -> tuple[IntArray, IntArray]:
+        return proportional_bounds(total, self.cluster.capacity[self.clients])
 
 
-def _rack_layout(cluster: Cluster, clients: IntArray) -> tuple[IntArray, IntArray]:
-    """Racks (global index) that have eligible clients, and each eligible client's index among them."""
-    used = np.unique(cluster.client_rack[clients])
-    rack_local = np.full(len(cluster.racks), -1, dtype=np.int64)
-    rack_local[used] = np.arange(len(used))
-    return used, rack_local[cluster.client_rack[clients]]
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One kind of copy (stateful actives, stateless actives, standbys) as arrays of a placement problem.
+
+    Costs are in units; the merge scales them and adds the tie-break (1 off the current holder).
+    """
+
+    tasks: IntArray
+    supply: IntArray
+    item_group: IntArray
+    group_lower: IntArray  # (groups, clients)
+    group_upper: IntArray
+    entry_item: IntArray
+    entry_rack: IntArray
+    entry_exclude: IntArray
+    entry_capacity: IntArray
+    entry_units: IntArray
+    direct_item: IntArray
+    direct_client: IntArray
+    direct_units: IntArray
+    direct_tie: IntArray
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.group_lower)
 
 
-def _place_actives(
-    cluster: Cluster,
-    holdings: Holdings,
-    tasks: IntArray,
-    clients: IntArray,
-    lower: IntArray,
-    upper: IntArray,
-) -> IntArray:
-    """One balanced min-cost solve placing the actives of `tasks` on `clients` (global positions)."""
-    if len(tasks) == 0:
-        return np.zeros(0, dtype=np.int64)
-    costs = _Costs(cluster, holdings, len(tasks))
-    traffic2 = 2 * cluster.traffic_cost
-    local = _local_index(clients, cluster.n_clients)
-    used_racks, client_rack_local = _rack_layout(cluster, clients)
-    n_racks, n_items = len(used_racks), len(tasks)
-
-    by_subtopology = cluster.config.rack_aware.strategy is RackStrategy.BALANCE_SUBTOPOLOGY
-    item_group = np.zeros(n_items, dtype=np.int64)
-    bounds = Bounds(lower, upper)
-    if by_subtopology:
+def _active_part(ctx: _Context, tasks: IntArray) -> _Part:
+    """Actives of `tasks`: traffic plus stickiness; each subtopology balanced on its own if configured."""
+    cluster = ctx.cluster
+    costs = _Costs(cluster, ctx.holdings)
+    traffic3 = COLD * cluster.traffic_cost
+    n_items, n_racks, n_clients = len(tasks), len(ctx.racks), len(ctx.clients)
+    if cluster.config.rack_aware.strategy is RackStrategy.BALANCE_SUBTOPOLOGY:
         _, item_group = np.unique(cluster.subtopology[tasks], return_inverse=True)
-        per_group = np.bincount(item_group)
-        capacity = cluster.capacity[clients]
-        pairs = [proportional_bounds(int(size), capacity) for size in per_group]
-        bounds = Bounds(lower, upper, np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs]))
-
-    missing = cluster.missing_partitions[tasks][:, used_racks]  # (items, racks)
-    entry_units = traffic2 * missing + costs.non_overlap * costs.generic[tasks][:, None]
+        pairs = [ctx.bounds(int(size)) for size in np.bincount(item_group)]
+        group_lower, group_upper = np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+    else:
+        item_group = np.zeros(n_items, dtype=np.int64)
+        group_lower = np.zeros((1, n_clients), dtype=np.int64)
+        group_upper = np.full((1, n_clients), UNLIMITED, dtype=np.int64)
+    missing = cluster.missing_partitions[tasks][:, ctx.racks]  # (items, racks)
+    entry_units = traffic3 * missing + costs.non_overlap * costs.generic[tasks][:, None]
     item, client, warmth = costs.warm(tasks, standby=False)
-    eligible = local[client] >= 0
-    item, client, warmth = item[eligible], client[eligible], warmth[eligible]
-    direct_units = (
-        traffic2 * cluster.missing_partitions[tasks[item], cluster.client_rack[client]]
-        + costs.non_overlap * warmth
-    )
-    problem = PlacementProblem(
-        client_rack=client_rack_local,
-        n_racks=n_racks,
+    keep = ctx.local[client] >= 0
+    item, client, warmth = item[keep], client[keep], warmth[keep]
+    rack_cost = traffic3 * cluster.missing_partitions[tasks[item], cluster.client_rack[client]]
+    return _Part(
+        tasks=tasks,
         supply=np.ones(n_items, dtype=np.int64),
         item_group=item_group.astype(np.int64),
-        n_groups=int(item_group.max()) + 1,
+        group_lower=group_lower,
+        group_upper=group_upper,
         entry_item=np.repeat(np.arange(n_items, dtype=np.int64), n_racks),
         entry_rack=np.tile(np.arange(n_racks, dtype=np.int64), n_items),
         entry_exclude=np.full(n_items * n_racks, NO_EXCLUSION, dtype=np.int64),
         entry_capacity=np.ones(n_items * n_racks, dtype=np.int64),
-        entry_cost=(entry_units * costs.scale + 1).reshape(-1),
+        entry_units=entry_units.reshape(-1),
         direct_item=item,
-        direct_client=local[client],
-        direct_cost=direct_units * costs.scale + (warmth != 0),
+        direct_client=ctx.local[client],
+        direct_units=rack_cost + costs.non_overlap * warmth,
+        direct_tie=(warmth != 0).astype(np.int64),
     )
-    return clients[np.array([p[0] for p in place(problem, bounds)], dtype=np.int64)]
 
 
-def _place_standbys(
-    cluster: Cluster, holdings: Holdings, active: IntArray, clients: IntArray, load: IntArray
-) -> list[list[int]]:
-    """Standbys of every stateful task: never with the active, spread over racks, total load balanced."""
-    standby: list[list[int]] = [[] for _ in range(cluster.n_tasks)]
-    wanted = min(cluster.config.num_standbys, len(clients) - 1)
-    tasks = np.flatnonzero(cluster.stateful).astype(np.int64)
-    if wanted <= 0 or len(tasks) == 0:
-        return standby
-    n_items = len(tasks)
-    copies = wanted * n_items
-    costs = _Costs(cluster, holdings, copies)
-    local = _local_index(clients, cluster.n_clients)
-    used_racks, client_rack_local = _rack_layout(cluster, clients)
-    n_racks = len(used_racks)
-    # Reliability before stickiness (KIP-925 C.I): either rack penalty outweighs any overlap difference.
-    spread = 2 * costs.non_overlap + 1
+def _standby_part(ctx: _Context, tasks: IntArray, active: IntArray, wanted: int) -> _Part:
+    """Standbys: never with their active, other racks first (reliability before stickiness, KIP-925 C.I)."""
+    cluster = ctx.cluster
+    costs = _Costs(cluster, ctx.holdings)
+    n_items, n_racks, n_clients = len(tasks), len(ctx.racks), len(ctx.clients)
+    spread = COLD * costs.non_overlap + 1  # outweighs any difference of stickiness
     same_rack, second_in_rack = 2 * spread, spread
-
-    capacity = cluster.capacity[clients]
-    lower_total, upper_total = proportional_bounds(int(load.sum()) + copies, capacity)
-    current = load[clients]
-    bounds = Bounds(np.maximum(lower_total - current, 0), np.maximum(upper_total - current, 0))
-
     owner = active[tasks]
-    owner_rack = client_rack_local[local[owner]]
+    owner_rack = ctx.client_rack[ctx.local[owner]]
     tiers = [(1, 0)] + ([(wanted - 1, second_in_rack)] if wanted > 1 else [])
-    n_entries = n_items * n_racks
     entry_item = np.repeat(np.arange(n_items, dtype=np.int64), n_racks)
     entry_rack = np.tile(np.arange(n_racks, dtype=np.int64), n_items)
     own = entry_rack == owner_rack[entry_item]
-    exclude = np.where(own, local[owner][entry_item], NO_EXCLUSION)
-    base_units = costs.non_overlap * costs.generic[tasks][entry_item] + np.where(own, same_rack, 0)
+    exclude = np.where(own, ctx.local[owner][entry_item], NO_EXCLUSION)
+    base = costs.non_overlap * costs.generic[tasks][entry_item] + np.where(own, same_rack, 0)
     item, client, warmth = costs.warm(tasks, standby=True)
-    eligible = (local[client] >= 0) & (client != owner[item])
-    item, client, warmth = item[eligible], client[eligible], warmth[eligible]
-    direct_units = costs.non_overlap * warmth + np.where(
-        cluster.client_rack[client] == cluster.client_rack[owner[item]], same_rack, 0
-    )
-    problem = PlacementProblem(
-        client_rack=client_rack_local,
-        n_racks=n_racks,
+    keep = (ctx.local[client] >= 0) & (client != owner[item])
+    item, client, warmth = item[keep], client[keep], warmth[keep]
+    with_owner = cluster.client_rack[client] == cluster.client_rack[owner[item]]
+    return _Part(
+        tasks=tasks,
         supply=np.full(n_items, wanted, dtype=np.int64),
         item_group=np.zeros(n_items, dtype=np.int64),
-        n_groups=1,
+        group_lower=np.zeros((1, n_clients), dtype=np.int64),
+        group_upper=np.full((1, n_clients), UNLIMITED, dtype=np.int64),
         entry_item=np.tile(entry_item, len(tiers)),
         entry_rack=np.tile(entry_rack, len(tiers)),
         entry_exclude=np.tile(exclude, len(tiers)),
-        entry_capacity=np.concatenate([np.full(n_entries, cap) for cap, _ in tiers]),
-        entry_cost=np.concatenate([(base_units + extra) * costs.scale + 1 for _, extra in tiers]),
+        entry_capacity=np.concatenate([np.full(len(entry_item), cap) for cap, _ in tiers]),
+        entry_units=np.concatenate([base + extra for _, extra in tiers]),
         direct_item=item,
-        direct_client=local[client],
-        direct_cost=direct_units * costs.scale + (warmth != 0),
+        direct_client=ctx.local[client],
+        direct_units=costs.non_overlap * warmth + np.where(with_owner, same_rack, 0),
+        direct_tie=(warmth != 0).astype(np.int64),
     )
+
+
+def _solve(ctx: _Context, parts: list[_Part], bounds: Bounds) -> list[list[list[int]]]:
+    """Merge the parts into one placement problem (part k is class k) and solve it."""
+    scale = int(sum(int(p.supply.sum()) for p in parts)) + 1
+    item_offsets = np.cumsum([0] + [len(p.tasks) for p in parts])
+    group_offsets = np.cumsum([0] + [p.n_groups for p in parts])
+    grouped = any(bool(np.any(p.group_lower > 0)) or bool(np.any(p.group_upper < UNLIMITED)) for p in parts)
+
+    def cat(name: str, shift: IntArray | None = None) -> IntArray:
+        arrays = [getattr(p, name) + (0 if shift is None else shift[k]) for k, p in enumerate(parts)]
+        return np.concatenate(arrays).astype(np.int64)
+
+    problem = PlacementProblem(
+        client_rack=ctx.client_rack,
+        n_racks=len(ctx.racks),
+        supply=cat("supply"),
+        item_group=cat("item_group", group_offsets),
+        n_groups=int(group_offsets[-1]),
+        entry_item=cat("entry_item", item_offsets),
+        entry_rack=cat("entry_rack"),
+        entry_exclude=cat("entry_exclude"),
+        entry_capacity=cat("entry_capacity"),
+        entry_cost=cat("entry_units") * scale + 1,
+        direct_item=cat("direct_item", item_offsets),
+        direct_client=cat("direct_client"),
+        direct_cost=cat("direct_units") * scale + cat("direct_tie"),
+        group_class=np.repeat(np.arange(len(parts)), [p.n_groups for p in parts]),
+    )
+    if grouped:
+        bounds = Bounds(
+            bounds.client_lower,
+            bounds.client_upper,
+            np.concatenate([p.group_lower for p in parts]),
+            np.concatenate([p.group_upper for p in parts]),
+            bounds.class_lower,
+            bounds.class_upper,
+        )
     placed = place(problem, bounds)
-    counts = np.bincount([p for ps in placed for p in ps if p >= 0], minlength=len(clients))
-    for item_index, task in enumerate(tasks.tolist()):
-        chosen = [p for p in placed[item_index] if p >= 0]
-        for _ in range(wanted - len(chosen)):
-            chosen.append(_repair_slot(chosen, int(local[int(active[task])]), counts, bounds.client_upper))
-        standby[task] = sorted(int(clients[p]) for p in chosen)
-    return standby
+    return [placed[int(item_offsets[k]) : int(item_offsets[k + 1])] for k in range(len(parts))]
 
 
-def _repair_slot(chosen: list[int], owner: int, counts: IntArray, upper: IntArray) -> int:
-    """A home for a copy that collided with another copy of its task: the client with most room left."""
-    room = upper - counts
-    order = np.lexsort((np.arange(len(counts)), -room))
-    for candidate in order.tolist():
-        if candidate != owner and candidate not in chosen:
-            counts[candidate] += 1
-            return int(candidate)
-    raise AssertionError("no client left for a standby: the caller bounds copies by the client count")
+def _rehome(placed: list[list[int]], owners: list[int], counts: IntArray, upper: IntArray) -> list[list[int]]:
+    """Give a client to every copy the flow could not place distinctly (two copies of one task met)."""
+    result = []
+    for positions, owner in zip(placed, owners, strict=True):
+        chosen = [p for p in positions if p >= 0]
+        for _ in range(len(positions) - len(chosen)):
+            room = upper - counts
+            order = np.lexsort((np.arange(len(counts)), -room)).tolist()
+            pick = next(c for c in order if c != owner and c not in chosen)
+            counts[pick] += 1
+            chosen.append(pick)
+        result.append(chosen)
+    return result
 
 
 def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
-    clients = cluster.non_leaving()
-    capacity = cluster.capacity[clients]
+    """Stateful actives first; then standbys and stateless actives together, so that both the actives and
+    the total load (actives plus standbys) come out balanced."""
+    ctx = _Context.of(cluster, holdings)
+    n_clients = len(ctx.clients)
     stateful = np.flatnonzero(cluster.stateful).astype(np.int64)
     stateless = np.flatnonzero(~cluster.stateful).astype(np.int64)
     active = np.full(cluster.n_tasks, NO_CLIENT, dtype=np.int64)
+    if len(stateful):
+        placed = _solve(ctx, [_active_part(ctx, stateful)], Bounds(*ctx.bounds(len(stateful))))[0]
+        active[stateful] = ctx.clients[np.array([p[0] for p in placed], dtype=np.int64)]
+    taken = np.bincount(ctx.local[active[stateful]], minlength=n_clients)
 
-    lower, upper = proportional_bounds(len(stateful), capacity)
-    active[stateful] = _place_actives(cluster, holdings, stateful, clients, lower, upper)
-
-    load = np.zeros(cluster.n_clients, dtype=np.int64)
-    np.add.at(load, active[stateful], 1)
-    lower, upper = proportional_bounds(cluster.n_tasks, capacity)
-    taken = load[clients]
-    active[stateless] = _place_actives(
-        cluster, holdings, stateless, clients, np.maximum(lower - taken, 0), np.maximum(upper - taken, 0)
-    )
-    np.add.at(load, active[stateless], 1)
-    return Target(active, _place_standbys(cluster, holdings, active, clients, load))
+    wanted = min(cluster.config.num_standbys, n_clients - 1)
+    copies = wanted * len(stateful) if wanted > 0 else 0
+    parts, classes = [], []
+    actives_lower, actives_upper = ctx.bounds(cluster.n_tasks)
+    if copies:
+        parts.append(_standby_part(ctx, stateful, active, wanted))
+        classes.append((np.zeros(n_clients, dtype=np.int64), np.full(n_clients, UNLIMITED, dtype=np.int64)))
+    if len(stateless):
+        parts.append(_active_part(ctx, stateless))
+        classes.append((np.maximum(actives_lower - taken, 0), np.maximum(actives_upper - taken, 0)))
+    standby: list[list[int]] = [[] for _ in range(cluster.n_tasks)]
+    if parts:
+        load_lower, load_upper = ctx.bounds(cluster.n_tasks + copies)
+        bounds = Bounds(
+            np.maximum(load_lower - taken, 0),
+            np.maximum(load_upper - taken, 0),
+            class_lower=np.stack([c[0] for c in classes]),
+            class_upper=np.stack([c[1] for c in classes]),
+        )
+        results = _solve(ctx, parts, bounds)
+        counts = np.bincount(
+            [p for result in results for ps in result for p in ps if p >= 0], minlength=n_clients
+        )
+        if len(stateless):
+            active[stateless] = ctx.clients[np.array([p[0] for p in results[-1]], dtype=np.int64)]
+        if copies:
+            owners = ctx.local[active[stateful]].tolist()
+            for task, chosen in zip(
+                stateful.tolist(), _rehome(results[0], owners, counts, bounds.client_upper), strict=True
+            ):
+                standby[task] = sorted(int(ctx.clients[p]) for p in chosen)
+    return Target(active, standby)
