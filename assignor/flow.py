@@ -388,7 +388,7 @@ def _add_fan_out(
             if count == 0:
                 continue
             g = np.full(count, group, dtype=np.int64)
-            hubs = np.full(count, lay.hub(np.int64(group), np.int64(rack)), dtype=np.int64)
+            hubs = lay.hub(g, np.full(count, rack, dtype=np.int64))
             exit_arcs.append(_unlimited(graph, hubs, lay.exit(g, rack_members), unlimited))
             exit_groups.append(g)
             exit_clients.append(rack_members)
@@ -406,7 +406,7 @@ def _add_fan_out(
         size = int(lay.block_size[rack])
         position = int(np.searchsorted(rack_members, excluded))
         own_block = position // size
-        node = lay.exclusion(np.int64(group), np.int64(excluded))
+        node = int(lay.exclusion(np.array([group]), np.array([excluded]))[0])
         n_blocks = -(-len(rack_members) // size)
         others = np.array([b for b in range(n_blocks) if b != own_block], dtype=np.int64)
         _unlimited(graph, np.full(len(others), node), lay.block_base[group, rack] + others, unlimited)

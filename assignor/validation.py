@@ -35,10 +35,10 @@ def snapshot_problems(snapshot: Snapshot) -> list[str]:
                 problems.append(f"tasks[{i}].inputPartitionRacks[{j}]: empty rack name; expected zone names")
     holders: dict[str, list[str]] = {}
     for i, client in enumerate(snapshot.clients):
-        for task in client.lags:
-            if task not in known:
+        for task_id in client.lags:
+            if task_id not in known:
                 problems.append(
-                    f"clients[{i}].lags.{task}: unknown task {task!r}; expected one of tasks[].id"
+                    f"clients[{i}].lags.{task_id}: unknown task {task_id!r}; expected one of tasks[].id"
                 )
         held: list[str] = []
         for role, tasks in (
@@ -46,21 +46,23 @@ def snapshot_problems(snapshot: Snapshot) -> list[str]:
             ("standby", client.standby),
             ("warmup", client.warmup),
         ):
-            for task in tasks:
-                if task not in known:
-                    problems.append(f"clients[{i}].{role}: unknown task {task!r}; expected one of tasks[].id")
+            for task_id in tasks:
+                if task_id not in known:
+                    problems.append(
+                        f"clients[{i}].{role}: unknown task {task_id!r}; expected one of tasks[].id"
+                    )
             held.extend(tasks)
         for dup in _duplicates(held):
             problems.append(
                 f"clients[{i}] ({client.id}): task {dup!r} held more than once across active, standby and "
                 "warmup; expected at most one copy per client"
             )
-        for task in client.active:
-            holders.setdefault(task, []).append(client.id)
-    for task, owners in sorted(holders.items()):
+        for task_id in client.active:
+            holders.setdefault(task_id, []).append(client.id)
+    for task_id, owners in sorted(holders.items()):
         if len(owners) > 1:
             problems.append(
-                f"clients[].active: task {task!r} is active on {', '.join(sorted(owners))}; "
+                f"clients[].active: task {task_id!r} is active on {', '.join(sorted(owners))}; "
                 "expected at most one active client per task"
             )
     if snapshot.tasks and all(c.leaving_since is not None for c in snapshot.clients):

@@ -39,15 +39,15 @@ def _field_lines(model: type[BaseModel], prefix: str) -> list[str]:
 
 
 def _fields_help() -> str:
-    sections = [
-        ("snapshot", Snapshot, ""),
-        ("config", PlannerConfig, "config."),
-        ("config.rackAware", RackAwareConfig, "config.rackAware."),
-        ("tasks[]", Task, "tasks[]."),
-        ("clients[]", Client, "clients[]."),
+    sections: list[tuple[type[BaseModel], str]] = [
+        (Snapshot, ""),
+        (PlannerConfig, "config."),
+        (RackAwareConfig, "config.rackAware."),
+        (Task, "tasks[]."),
+        (Client, "clients[]."),
     ]
     text = ["\b", "Snapshot fields (JSON, camelCase):"]
-    for _, model, prefix in sections:
+    for model, prefix in sections:
         text.extend(_field_lines(model, prefix))
     return "\n".join(text)
 

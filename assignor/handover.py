@@ -1,0 +1,125 @@
+"""The two-phase hand-over of active tasks between pods (DESIGN.md, Contract 3), as a pure state machine.
+
+A plan says where tasks should run; publishing it directly could tell a new owner to start a task that the
+old owner is still processing. So a moving active is handed over in two generations: the first revokes it
+from the old owner (which keeps its state, as a standby if the plan wants one there), the second, published
+only once the old owner has reported a generation at least as new as the revoking one (or is gone), makes it
+active on the new owner. No generation ever lists a task active on two pods.
+
+The pending revocations travel with the publication (and so with the assignment ConfigMap), so an operator
+restarted mid-migration resumes from what it published, not from memory. The simulator drives this same
+module, so it measures the protocol the operator runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+
+from pydantic import Field
+
+from smoothscale.assignor.models import ClientAssignment, ContractModel
+from smoothscale.assignor.ordering import natural_sorted
+
+
+class Revocation(ContractModel):
+    """A task taken from `owner` in `generation`, not yet safe to start elsewhere."""
+
+    owner: str
+    generation: int = Field(ge=1)
+
+
+class Publication(ContractModel):
+    """One published generation: every pod's tasks, and the hand-overs still in flight."""
+
+    generation: int = Field(ge=0)
+    assignment: dict[str, ClientAssignment] = Field(default_factory=dict)
+    revoking: dict[str, Revocation] = Field(default_factory=dict)
+
+    def active_owner(self) -> dict[str, str]:
+        return {task: pod for pod, roles in self.assignment.items() for task in roles.active}
+
+
+EMPTY = Publication(generation=0)
+
+
+def _settled(revocation: Revocation, acked: Mapping[str, int], alive: Set[str]) -> bool:
+    """The old owner has stopped the task: it reported the revoking generation, or it is gone."""
+    return revocation.owner not in alive or acked.get(revocation.owner, -1) >= revocation.generation
+
+
+def next_publication(
+    published: Publication,
+    desired: Mapping[str, ClientAssignment],
+    acked: Mapping[str, int],
+    alive: Set[str],
+) -> Publication | None:
+    """The next generation to publish toward `desired`, or None when nothing would change.
+
+    `acked` holds the generation each pod reports as fully applied; `alive` the pods that may still be
+    processing (a deleted pod processes nothing). Pods missing from `desired` get an empty assignment.
+    """
+    generation = published.generation + 1
+    owners = published.active_owner()
+    revoking = {t: r for t, r in published.revoking.items() if not _settled(r, acked, alive)}
+    pods = natural_sorted(set(desired) | {p for p in published.assignment if p in alive})
+    roles: dict[str, dict[str, set[str]]] = {
+        pod: {
+            "active": set(),
+            "standby": set(desired[pod].standby) if pod in desired else set(),
+            "warmup": set(desired[pod].warmup) if pod in desired else set(),
+        }
+        for pod in pods
+    }
+    desired_owner = {task: pod for pod, a in desired.items() for task in a.active}
+    for task, target in desired_owner.items():
+        owner = owners.get(task)
+        pending = revoking.get(task)
+        if pending is not None and pending.owner != target:
+            _keep_restoring(roles[target], published.assignment.get(target), task)
+            continue  # the old owner may still be processing it: start it nowhere yet
+        if pending is not None or owner is None or owner == target or owner not in alive:
+            revoking.pop(task, None)  # handed back to the pod that never stopped, or no one to wait for
+            roles[target]["active"].add(task)
+        else:
+            revoking[task] = Revocation(owner=owner, generation=generation)
+            _keep_restoring(roles[target], published.assignment.get(target), task)
+    for pod_roles in roles.values():
+        # One copy per pod: a pod about to run a task keeps restoring it meanwhile, never twice.
+        pod_roles["standby"] -= pod_roles["active"]
+        pod_roles["warmup"] -= pod_roles["active"] | pod_roles["standby"]
+    for task in revoking:
+        for pod_roles in roles.values():
+            pod_roles["active"].discard(task)
+    assignment = {
+        pod: ClientAssignment(
+            active=natural_sorted(r["active"]),
+            standby=natural_sorted(r["standby"]),
+            warmup=natural_sorted(r["warmup"]),
+        )
+        for pod, r in roles.items()
+    }
+    candidate = Publication(
+        generation=generation, assignment=assignment, revoking=dict(sorted(revoking.items()))
+    )
+    if candidate.assignment == _normalised(published, pods) and candidate.revoking == published.revoking:
+        return None
+    return candidate
+
+
+def _keep_restoring(roles: dict[str, set[str]], before: ClientAssignment | None, task: str) -> None:
+    """Until it may start a task, the next owner holds it as the warmup or standby it had (or a standby)."""
+    roles["warmup" if before is not None and task in before.warmup else "standby"].add(task)
+
+
+def _normalised(published: Publication, pods: list[str]) -> dict[str, ClientAssignment]:
+    return {pod: published.assignment.get(pod, ClientAssignment()) for pod in pods}
+
+
+def is_settled(published: Publication, desired: Mapping[str, ClientAssignment]) -> bool:
+    """True when the published generation is the desired assignment, with no hand-over in flight."""
+    if published.revoking:
+        return False
+    pods = set(desired) | set(published.assignment)
+    return all(
+        published.assignment.get(p, ClientAssignment()) == desired.get(p, ClientAssignment()) for p in pods
+    )
