@@ -34,6 +34,7 @@ from rules import (
     moved_actives,
     run_planner,
     run_until_stable,
+    set_lags,
     standbys_of,
     warmups,
 )
@@ -223,6 +224,27 @@ def test_oracle_catches_standby_on_less_caught_up_client() -> None:
     assert any(p.startswith("R4:") and "C is more caught up" in p for p in problems), problems
 
 
+def test_advance_publishes_the_assignment_and_lets_restores_finish() -> None:
+    """The simulator must behave as documented, or multi-step scenarios would test a fiction."""
+    snapshot = _oracle_snapshot()
+    data = _oracle_plan()
+    _add_warmups(data, "B", "1_0")  # stateless: never gets a lag entry
+    data["assignment"]["A"]["standby"].remove("0_2")
+    data["assignment"]["B"]["warmup"].append("0_2")
+    data["assignment"]["B"]["active"].remove("0_2")
+    data["assignment"]["A"]["active"].append("0_2")
+    plan = Plan.model_validate(data)
+    after = advance(snapshot, plan, caught_up=True, seconds=30)
+    by_id = {c.id: c for c in after.clients}
+    assert after.now == NOW + timedelta(seconds=30)
+    assert by_id["A"].active == ["0_0", "1_0", "0_2"] and by_id["B"].warmup == ["1_0", "0_2"]
+    assert by_id["B"].lags == {"0_1": 0, "0_0": 0, "0_2": 0} and "1_0" not in by_id["A"].lags
+    assert by_id["L"].leaving_since == NOW - timedelta(seconds=60)
+    stale = set_lags(snapshot, "A", {"0_0": 77})
+    kept = advance(stale, plan, caught_up=False)
+    assert {c.id: c.lags for c in kept.clients}["A"]["0_0"] == 77
+
+
 # --------------------------------------------------------------------------------------------------------
 # Input validation
 # --------------------------------------------------------------------------------------------------------
@@ -299,8 +321,29 @@ def test_r1_every_task_gets_one_active_and_every_client_is_listed() -> None:
 
 
 # --------------------------------------------------------------------------------------------------------
-# R2 and R3: actives on caught-up clients, never two copies on one client
+# R2 and R3: never two copies on one client; actives on caught-up clients
 # --------------------------------------------------------------------------------------------------------
+
+
+def test_r2_promoted_standby_holds_one_copy() -> None:
+    """A runs both tasks; B mirrors both as caught-up standbys. Balancing promotes one of B's standbys.
+
+    Trap: adding the active to B while keeping B's standby of the same task (two copies on one pod), or
+    warming up a copy B already has. Everything needed is caught up, so the plan is stable at once.
+    """
+    tasks = [make_task("0_0"), make_task("0_1")]
+    clients = [
+        make_client("A", active=["0_0", "0_1"]),
+        make_client("B", rack="zone-b", standby=["0_0", "0_1"]),
+    ]
+    snapshot = make_snapshot(tasks, clients, num_standbys=1)
+    plan = run_planner(snapshot)
+    assert_valid(snapshot, plan)
+    for held in plan.assignment.values():
+        copies = [*held.active, *held.standby, *held.warmup]
+        assert len(copies) == len(set(copies)) == 2
+    assert sorted(len(a.active) for a in plan.assignment.values()) == [1, 1]
+    assert plan.stable
 
 
 def test_r3_stale_owner_hands_over_to_a_caught_up_standby() -> None:
