@@ -215,11 +215,6 @@ def set_lags(snapshot: Snapshot, client_id: str, lags: Mapping[str, int]) -> Sna
     return _replace_clients(snapshot, clients)
 
 
-def shift_time(snapshot: Snapshot, seconds: float) -> Snapshot:
-    """Time passes and nothing else changes."""
-    return _replace_clients(snapshot, snapshot.clients, snapshot.now + timedelta(seconds=seconds))
-
-
 # --------------------------------------------------------------------------------------------------------
 # Facts about a snapshot, derived from the contract
 # --------------------------------------------------------------------------------------------------------
