@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smoothscale.assignor.models import PlannerConfig, RackStrategy, Snapshot
-from smoothscale.assignor.ordering import natural_key, natural_sorted
+from smoothscale.assignor.ordering import natural_key, natural_order, natural_sorted
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -117,7 +117,7 @@ def flatten(per_task: list[list[int]]) -> tuple[IntArray, IntArray]:
 
 def build_cluster(snapshot: Snapshot) -> Cluster:
     config = snapshot.config
-    task_order = sorted(range(len(snapshot.tasks)), key=lambda i: natural_key(snapshot.tasks[i].id))
+    task_order = natural_order([t.id for t in snapshot.tasks])
     client_order = sorted(range(len(snapshot.clients)), key=lambda i: natural_key(snapshot.clients[i].id))
     tasks = [snapshot.tasks[i] for i in task_order]
     clients = [snapshot.clients[i] for i in client_order]

@@ -5,13 +5,30 @@ Natural order ("0_2" before "0_10", "orders-9" before "orders-10") also makes pl
 
 import re
 
+import numpy as np
+
 _DIGITS = re.compile(r"(\d+)")
+_TASK_ID = re.compile(r"(\d+)_(\d+)")
+_TASK_IDS = re.compile(r"^(\d+)_(\d+)$", re.MULTILINE)
 
 
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key that compares digit runs as numbers and everything else as text."""
+    task = _TASK_ID.fullmatch(text)
+    if task is not None:  # the common "<subtopology>_<partition>" shape, without the generic split
+        return ((0, int(task[1])), (1, "_"), (0, int(task[2])))
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(text) if part)
 
 
 def natural_sorted(items: "list[str] | set[str] | frozenset[str]") -> list[str]:
     return sorted(items, key=natural_key)
+
+
+def natural_order(ids: list[str]) -> list[int]:
+    """Positions of `ids` in natural order; vectorised when every id is a plain "<int>_<int>" task id."""
+    pairs = _TASK_IDS.findall("\n".join(ids))
+    if len(pairs) == len(ids) and ids:
+        numbers = np.array(pairs).astype(np.int64)
+        order: list[int] = np.lexsort((numbers[:, 1], numbers[:, 0])).tolist()
+        return order
+    return sorted(range(len(ids)), key=lambda i: natural_key(ids[i]))

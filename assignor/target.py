@@ -272,10 +272,11 @@ def _solve(ctx: _Context, parts: list[_Part], bounds: Bounds) -> list[list[list[
     return [placed[int(item_offsets[k]) : int(item_offsets[k + 1])] for k in range(len(parts))]
 
 
-def _rehome(placed: list[list[int]], owners: list[int], counts: IntArray, upper: IntArray) -> list[list[int]]:
+def _rehome(placed: list[list[int]], owners: list[int], counts: IntArray, upper: IntArray) -> None:
     """Give a client to every copy the flow could not place distinctly (two copies of one task met)."""
-    result = []
     for positions, owner in zip(placed, owners, strict=True):
+        if -1 not in positions:
+            continue
         chosen = [p for p in positions if p >= 0]
         for _ in range(len(positions) - len(chosen)):
             room = upper - counts
@@ -283,8 +284,7 @@ def _rehome(placed: list[list[int]], owners: list[int], counts: IntArray, upper:
             pick = next(c for c in order if c != owner and c not in chosen)
             counts[pick] += 1
             chosen.append(pick)
-        result.append(chosen)
-    return result
+        positions[:] = chosen
 
 
 def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
@@ -326,9 +326,7 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
         if len(stateless):
             active[stateless] = ctx.clients[np.array([p[0] for p in results[-1]], dtype=np.int64)]
         if copies:
-            owners = ctx.local[active[stateful]].tolist()
-            for task, chosen in zip(
-                stateful.tolist(), _rehome(results[0], owners, counts, bounds.client_upper), strict=True
-            ):
+            _rehome(results[0], ctx.local[active[stateful]].tolist(), counts, bounds.client_upper)
+            for task, chosen in zip(stateful.tolist(), results[0], strict=True):
                 standby[task] = sorted(int(ctx.clients[p]) for p in chosen)
     return Target(active, standby)
