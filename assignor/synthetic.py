@@ -24,6 +24,8 @@ class Shape:
     strategy: RackStrategy = RackStrategy.BALANCE_SUBTOPOLOGY
     changelog_offsets: int = 1_000_000
     acceptable_recovery_lag: int = 10_000
+    input_partitions: int = 1  # input partitions per task
+    replication: int = 2  # racks holding a replica of each input partition
 
 
 def random_snapshot_dict(shape: Shape, seed: int) -> dict[str, Any]:
@@ -33,14 +35,16 @@ def random_snapshot_dict(shape: Shape, seed: int) -> dict[str, Any]:
     tasks = []
     for i in range(shape.tasks):
         sub, partition = divmod(i, per_sub)
-        replicas = rng.sample(racks, k=min(2, len(racks)))
+        partitions = [
+            rng.sample(racks, k=min(shape.replication, len(racks))) for _ in range(shape.input_partitions)
+        ]
         tasks.append(
             {
                 "id": f"{sub}_{partition}",
                 "subtopology": str(sub),
                 "stateful": True,
                 "changelogOffsets": shape.changelog_offsets,
-                "inputPartitionRacks": [replicas],
+                "inputPartitionRacks": partitions,
             }
         )
     clients: list[dict[str, Any]] = [
