@@ -613,6 +613,27 @@ def test_r9_total_load_with_standbys_and_stateful_actives_are_balanced() -> None
     assert stateful == [1, 1, 2, 2]
 
 
+def test_r9_subtopology_quotas_follow_capacity() -> None:
+    """Found by the convergence test. Pods of capacity 1, 3, 2, 3 (9 units); subtopology 0 has three
+    stateless tasks, so each capacity-3 pod runs exactly one of them (3 * 3 / 9 = 1), whatever else it runs.
+
+    Trap: filling the big pods with a subtopology's tasks once the stateful ones are placed.
+    """
+    tasks = [make_task(f"0_{p}", stateful=False) for p in range(3)]
+    tasks += [make_task(f"1_{p}", offsets=0) for p in range(5)]
+    clients = [
+        make_client("pod-0", capacity=1, active=["1_1"], lags={"1_1": 1_000}),
+        make_client("pod-1", rack="zone-b", capacity=3),
+        make_client("pod-2", capacity=2),
+        make_client("pod-3", rack="zone-b", capacity=3),
+    ]
+    snapshot = make_snapshot(tasks, clients, num_standbys=1, max_warmup_replicas=1)
+    plan = run_planner(snapshot)
+    assert_valid(snapshot, plan)
+    for big in ("pod-1", "pod-3"):
+        assert sum(t.startswith("0_") for t in plan.target[big].active) == 1, plan.target
+
+
 @pytest.mark.parametrize("strategy", ["none", "min_traffic", "balance_subtopology"])
 def test_r9_stateless_tasks_fill_the_pods_with_less_total_load(strategy: str) -> None:
     """Three pods on two racks; two stateful tasks with two standbys each put a copy of both on every pod,
