@@ -84,6 +84,10 @@ def next_publication(
         else:
             revoking[task] = Revocation(owner=owner, generation=generation)
             _keep_restoring(roles[target], published.assignment.get(target), task)
+    for task, owner in owners.items():
+        if task not in desired_owner and owner in alive:
+            # Stopped without a new owner (e.g. a stop-the-world rebalance): whoever gets it next waits too.
+            revoking[task] = Revocation(owner=owner, generation=generation)
     for pod_roles in roles.values():
         # One copy per pod: a pod about to run a task keeps restoring it meanwhile, never twice.
         pod_roles["standby"] -= pod_roles["active"]
