@@ -1,0 +1,33 @@
+"""The client library for the pods of a StreamsApp (DESIGN.md, Contract 3), for apps written in Python.
+
+    class Tasks(TaskListener):
+        def on_assigned(self, task): ...      # start processing
+        def on_revoked(self, task): ...       # stop processing; return once stopped
+
+    with StreamsClient(ClientConfig(pod=..., namespace=..., app=..., kubeconfig=...), Tasks()) as client:
+        client.metrics.set_task("0_3", lag=120, end_offset=5000)
+
+It imports only the pure assignor (models and the assignment codec), never the operator.
+"""
+
+from .applier import AssignmentApplier, TaskListener
+from .client import ClientConfig, StreamsClient, api_client
+from .metrics import TaskMetrics
+from .publication import CorruptAssignment, from_configmap, from_mounted_dir
+from .roles import Role, RoleChange, role_changes, roles_of
+
+__all__ = [
+    "AssignmentApplier",
+    "ClientConfig",
+    "CorruptAssignment",
+    "Role",
+    "RoleChange",
+    "StreamsClient",
+    "TaskListener",
+    "TaskMetrics",
+    "api_client",
+    "from_configmap",
+    "from_mounted_dir",
+    "role_changes",
+    "roles_of",
+]

@@ -1,0 +1,80 @@
+"""The Prometheus metrics of Contract 3, which the operator scrapes from every pod to plan and hand over.
+
+Each `TaskMetrics` has a registry of its own, so that several clients in one process (tests, an app with two
+topologies) never share or collide on series. prometheus-client's HTTP server answers on every path, so one
+server serves whatever `spec.metrics.path` says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest, start_http_server
+
+from . import contract
+
+
+class TaskMetrics:
+    """Per-task lag and changelog end, per-task processing rate, and the last applied generation."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        labels = [contract.TASK_LABEL]
+        self._lag = Gauge(
+            contract.TASK_LAG_METRIC,
+            "Offsets this pod's state of the task is behind its changelog end (every task it has state for).",
+            labels,
+            registry=self.registry,
+        )
+        self._end_offset = Gauge(
+            contract.CHANGELOG_END_OFFSET_METRIC,
+            "End offset of the task's changelog, as this pod last saw it.",
+            labels,
+            registry=self.registry,
+        )
+        self._process_rate = Gauge(
+            contract.PROCESS_RATE_METRIC,
+            "Records per second this pod processes for the task (0 when it does not process it).",
+            labels,
+            registry=self.registry,
+        )
+        self._generation = Gauge(
+            contract.GENERATION_METRIC,
+            "The last assignment generation this pod has fully applied.",
+            registry=self.registry,
+        )
+        self._server: WSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def set_task(self, task: str, *, lag: int, end_offset: int) -> None:
+        self._lag.labels(task).set(max(lag, 0))
+        self._end_offset.labels(task).set(end_offset)
+
+    def set_process_rate(self, task: str, records_per_second: float) -> None:
+        self._process_rate.labels(task).set(records_per_second)
+
+    def forget_task(self, task: str) -> None:
+        """The pod no longer has state for `task`: its series must go, or the planner sees a stale lag."""
+        for gauge in (self._lag, self._end_offset, self._process_rate):
+            with contextlib.suppress(KeyError):  # never set for this task
+                gauge.remove(task)
+
+    def set_generation(self, generation: int) -> None:
+        self._generation.set(generation)
+
+    def render(self) -> bytes:
+        """The text the endpoint serves (Prometheus exposition format)."""
+        return generate_latest(self.registry)
+
+    def serve(self, host: str, port: int) -> int:
+        """Serve the metrics on `host:port` (port 0 picks a free one) from a daemon thread; the bound port."""
+        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        return int(self._server.server_address[1])
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
