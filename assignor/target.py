@@ -287,17 +287,36 @@ def _rehome(placed: list[list[int]], owners: list[int], counts: IntArray, upper:
         positions[:] = chosen
 
 
+def _place_stateful_actives(ctx: _Context, stateful: IntArray, stateless: IntArray) -> IntArray:
+    """Stateful actives, solved together with the stateless ones (whose placement is then re-done beside the
+    standbys): stateful tasks placed alone can take exactly the slots a subtopology's stateless tasks need."""
+    parts = [_active_part(ctx, stateful)]
+    bounds = Bounds(*ctx.bounds(len(stateful)))
+    if len(stateless):
+        parts.append(_active_part(ctx, stateless))
+        n_clients = len(ctx.clients)
+        stateful_lower, stateful_upper = bounds.client_lower, bounds.client_upper
+        bounds = Bounds(
+            *ctx.bounds(len(stateful) + len(stateless)),
+            class_lower=np.stack([stateful_lower, np.zeros(n_clients, dtype=np.int64)]),
+            class_upper=np.stack([stateful_upper, np.full(n_clients, UNLIMITED, dtype=np.int64)]),
+        )
+    placed = _solve(ctx, parts, bounds)[0]
+    result: IntArray = ctx.clients[np.array([p[0] for p in placed], dtype=np.int64)]
+    return result
+
+
 def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
-    """Stateful actives first; then standbys and stateless actives together, so that both the actives and
-    the total load (actives plus standbys) come out balanced."""
+    """All actives first (so that the stateful ones leave room for a balanced spread of the stateless ones);
+    then, the stateful actives fixed, standbys and stateless actives together, so that the actives and the
+    total load (actives plus standbys) both come out balanced."""
     ctx = _Context.of(cluster, holdings)
     n_clients = len(ctx.clients)
     stateful = np.flatnonzero(cluster.stateful).astype(np.int64)
     stateless = np.flatnonzero(~cluster.stateful).astype(np.int64)
     active = np.full(cluster.n_tasks, NO_CLIENT, dtype=np.int64)
     if len(stateful):
-        placed = _solve(ctx, [_active_part(ctx, stateful)], Bounds(*ctx.bounds(len(stateful))))[0]
-        active[stateful] = ctx.clients[np.array([p[0] for p in placed], dtype=np.int64)]
+        active[stateful] = _place_stateful_actives(ctx, stateful, stateless)
     taken = np.bincount(ctx.local[active[stateful]], minlength=n_clients)
 
     wanted = min(cluster.config.num_standbys, n_clients - 1)

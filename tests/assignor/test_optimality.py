@@ -7,9 +7,10 @@ x[t, c] over the non-leaving clients, each task placed exactly once, each client
 
 - A (run with nonOverlapCost = 0): cross-rack cost = sum of trafficCost x (number of the task's input
   partitions whose rack list is non-empty and does not contain the client's rack);
-- B (trafficCost = 10, nonOverlapCost = 1): cost(t, c) = 2 * trafficCost * missing(t, c)
+- B (trafficCost = 10, nonOverlapCost = 1): cost(t, c) = 3 * trafficCost * missing(t, c)
   + nonOverlapCost * w(t, c), with w = 0 on t's current active client, 1 where c holds t as standby or
-  warmup or is within acceptableRecoveryLag on it, else 2. With strategy `none` traffic does not count
+  warmup or is within acceptableRecoveryLag on it, else 3 (the planner's documented objective: warm state
+  costs a third of a cold move, see assignor/target.py). With strategy `none` traffic does not count
   (trafficCost is taken as 0 in the reference), so only stickiness is optimised.
 
 Instances: all tasks stateful, no standbys (standby placement is not part of this objective), <= 24 tasks
@@ -112,7 +113,7 @@ def missing(task: Task, client: Client) -> int:
 
 
 def stickiness(snapshot: Snapshot, task: Task, client: Client) -> int:
-    """w(t, c): 0 on the current active client, 1 where the client has (nearly) ready state, else 2."""
+    """w(t, c): 0 on the current active client, 1 where the client has (nearly) ready state, else 3."""
     if task.id in client.active:
         return 0
     lag = client.lags.get(task.id, task.changelog_offsets)
@@ -122,7 +123,7 @@ def stickiness(snapshot: Snapshot, task: Task, client: Client) -> int:
         or lag <= snapshot.config.acceptable_recovery_lag
     ):
         return 1
-    return 2
+    return 3
 
 
 def cost_matrix(snapshot: Snapshot, objective: str) -> dict[tuple[str, str], int]:
@@ -137,7 +138,7 @@ def cost_matrix(snapshot: Snapshot, objective: str) -> dict[tuple[str, str], int
             if objective == "A":
                 costs[task.id, client.id] = traffic * missing(task, client)
             else:
-                costs[task.id, client.id] = 2 * traffic * missing(task, client) + (
+                costs[task.id, client.id] = 3 * traffic * missing(task, client) + (
                     config.non_overlap_cost * stickiness(snapshot, task, client)
                 )
     return costs
