@@ -36,6 +36,13 @@ class RackStrategy(StrEnum):
     BALANCE_SUBTOPOLOGY = "balance_subtopology"
 
 
+class CatchUpTrigger(StrEnum):
+    """When a caught-up warmup calls for a new plan (the drafts' `learn.partial.rebalance`)."""
+
+    EAGER = "eager"
+    BATCHED = "batched"
+
+
 class RackAwareConfig(ContractModel):
     strategy: RackStrategy = Field(
         RackStrategy.BALANCE_SUBTOPOLOGY,
@@ -65,6 +72,16 @@ class PlannerConfig(ContractModel):
     )
     probing_interval_seconds: float = Field(
         600.0, ge=1, description="how long to wait before re-planning while the plan is not stable"
+    )
+    balance_factor: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="loads per unit of capacity may differ by this many tasks (no move just to balance)",
+    )
+    catch_up_trigger: CatchUpTrigger = Field(
+        CatchUpTrigger.EAGER,
+        description="re-plan when any warmup is caught up (eager) or when all of a pod's are (batched)",
     )
 
 

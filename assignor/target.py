@@ -56,6 +56,26 @@ def proportional_bounds(total: int, capacity: IntArray) -> tuple[IntArray, IntAr
     return weighted // cap_sum, -(-weighted // cap_sum)
 
 
+def tolerant_bounds(total: int, capacity: IntArray, held: IntArray, factor: int) -> tuple[IntArray, IntArray]:
+    """Bounds within which loads per unit of capacity differ by at most `factor` (balanceFactor).
+
+    Every client's load per unit lies in one window [m, m + factor] that contains the average; of the
+    windows that do, the one the current loads fit best is taken, so that a cluster already balanced within
+    the tolerance is left alone: no move whose only purpose is to improve balance within it.
+    """
+    cap_sum = int(capacity.sum())
+    best: tuple[int, int, int] | None = None
+    for low in range(max(0, -(-total // cap_sum) - factor), total // cap_sum + 1):
+        lower, upper = low * capacity, (low + factor) * capacity
+        misfit = int(np.maximum(held - upper, 0).sum() + np.maximum(lower - held, 0).sum())
+        centred = abs(2 * low + factor - 2 * total // cap_sum)
+        if best is None or (misfit, centred) < best[:2]:
+            best = (misfit, centred, low)
+    assert best is not None, "the average always lies in some window"
+    low = best[2]
+    return low * capacity, (low + factor) * capacity
+
+
 class _Costs:
     """Integer costs of putting a copy of a task on a client, shared by the three solves."""
 
@@ -126,8 +146,22 @@ class _Context:
         rack_local[racks] = np.arange(len(racks))
         return _Context(cluster, holdings, clients, local, racks, rack_local[cluster.client_rack[clients]])
 
-    def bounds(self, total: int) -> tuple[IntArray, IntArray]:
-        return proportional_bounds(total, self.cluster.capacity[self.clients])
+    def bounds(self, total: int, held: IntArray) -> tuple[IntArray, IntArray]:
+        """Per-client count bounds for `total` copies; `held` is what each client holds of them now."""
+        capacity = self.cluster.capacity[self.clients]
+        factor = self.cluster.config.balance_factor
+        if factor == 1:
+            return proportional_bounds(total, capacity)
+        return tolerant_bounds(total, capacity, held, factor)
+
+    def held(self, tasks: IntArray, *, standby: bool = False) -> IntArray:
+        """How many of `tasks` each client holds as active (and, with `standby`, as standby) now."""
+        owners = self.holdings.active[tasks]
+        counts = np.bincount(self.local[owners[owners != NO_CLIENT]] + 1, minlength=len(self.clients) + 1)
+        if standby:
+            _, standby_client = flatten([self.holdings.standby[t] for t in tasks.tolist()])
+            counts += np.bincount(self.local[standby_client] + 1, minlength=len(self.clients) + 1)
+        return counts[1:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +199,10 @@ def _active_part(ctx: _Context, tasks: IntArray) -> _Part:
     n_items, n_racks, n_clients = len(tasks), len(ctx.racks), len(ctx.clients)
     if cluster.config.rack_aware.strategy is RackStrategy.BALANCE_SUBTOPOLOGY:
         _, item_group = np.unique(cluster.subtopology[tasks], return_inverse=True)
-        pairs = [ctx.bounds(int(size)) for size in np.bincount(item_group)]
+        pairs = [
+            ctx.bounds(int(size), ctx.held(tasks[item_group == group]))
+            for group, size in enumerate(np.bincount(item_group))
+        ]
         group_lower, group_upper = np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
     else:
         item_group = np.zeros(n_items, dtype=np.int64)
@@ -291,13 +328,13 @@ def _place_stateful_actives(ctx: _Context, stateful: IntArray, stateless: IntArr
     """Stateful actives, solved together with the stateless ones (whose placement is then re-done beside the
     standbys): stateful tasks placed alone can take exactly the slots a subtopology's stateless tasks need."""
     parts = [_active_part(ctx, stateful)]
-    bounds = Bounds(*ctx.bounds(len(stateful)))
+    bounds = Bounds(*ctx.bounds(len(stateful), ctx.held(stateful)))
     if len(stateless):
         parts.append(_active_part(ctx, stateless))
         n_clients = len(ctx.clients)
         stateful_lower, stateful_upper = bounds.client_lower, bounds.client_upper
         bounds = Bounds(
-            *ctx.bounds(len(stateful) + len(stateless)),
+            *ctx.bounds(len(stateful) + len(stateless), ctx.held(np.concatenate([stateful, stateless]))),
             class_lower=np.stack([stateful_lower, np.zeros(n_clients, dtype=np.int64)]),
             class_upper=np.stack([stateful_upper, np.full(n_clients, UNLIMITED, dtype=np.int64)]),
         )
@@ -322,7 +359,8 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
     wanted = min(cluster.config.num_standbys, n_clients - 1)
     copies = wanted * len(stateful) if wanted > 0 else 0
     parts, classes = [], []
-    actives_lower, actives_upper = ctx.bounds(cluster.n_tasks)
+    every_task = np.arange(cluster.n_tasks, dtype=np.int64)
+    actives_lower, actives_upper = ctx.bounds(cluster.n_tasks, ctx.held(every_task))
     if copies:
         parts.append(_standby_part(ctx, stateful, active, wanted))
         classes.append((np.zeros(n_clients, dtype=np.int64), np.full(n_clients, UNLIMITED, dtype=np.int64)))
@@ -331,7 +369,7 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
         classes.append((np.maximum(actives_lower - taken, 0), np.maximum(actives_upper - taken, 0)))
     standby: list[list[int]] = [[] for _ in range(cluster.n_tasks)]
     if parts:
-        load_lower, load_upper = ctx.bounds(cluster.n_tasks + copies)
+        load_lower, load_upper = ctx.bounds(cluster.n_tasks + copies, ctx.held(every_task, standby=True))
         bounds = Bounds(
             np.maximum(load_lower - taken, 0),
             np.maximum(load_upper - taken, 0),

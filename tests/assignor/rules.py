@@ -527,21 +527,26 @@ def balance_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
     if not ctx.non_leaving:
         return []
     problems = []
+    # balanceFactor (1 unless set) is how many tasks per unit of capacity loads may differ by.
+    tolerance = snapshot.config.balance_factor
     target = {c.id: plan.target.get(c.id, ClientTarget()) for c in ctx.non_leaving}
     actives = _per_capacity(ctx, {c: len(t.active) for c, t in target.items()})
-    if _spread(actives) > 1 + EPSILON:
-        problems.append(f"R9: target actives per unit of capacity differ by more than 1: {actives}")
+    if _spread(actives) > tolerance + EPSILON:
+        problems.append(f"R9: target actives per unit of capacity differ by more than {tolerance}: {actives}")
     stateful = {t.id for t in snapshot.tasks if t.stateful}
     stateful_actives = _per_capacity(ctx, {c: len(set(t.active) & stateful) for c, t in target.items()})
-    if _spread(stateful_actives) > 1 + EPSILON:
+    if _spread(stateful_actives) > tolerance + EPSILON:
         problems.append(
-            f"R9: target stateful actives per unit of capacity differ by more than 1: {stateful_actives}"
+            f"R9: target stateful actives per unit of capacity differ by more than {tolerance}: "
+            f"{stateful_actives}"
         )
     capacities = {c.capacity for c in ctx.non_leaving}
     if len(capacities) == 1 and len(ctx.non_leaving) > snapshot.config.num_standbys:
         total = _per_capacity(ctx, {c: len(t.active) + len(t.standby) for c, t in target.items()})
-        if _spread(total) > 1 + EPSILON:
-            problems.append(f"R9: target total load (actives + standbys) differs by more than 1: {total}")
+        if _spread(total) > tolerance + EPSILON:
+            problems.append(
+                f"R9: target total load (actives + standbys) differs by more than {tolerance}: {total}"
+            )
     if snapshot.config.rack_aware.strategy == RackStrategy.BALANCE_SUBTOPOLOGY:
         problems.extend(_subtopology_violations(ctx, target))
     return problems
@@ -558,7 +563,17 @@ def _subtopology_violations(ctx: _Context, target: Mapping[str, ClientTarget]) -
     members: dict[str, set[str]] = {}
     for task in ctx.snapshot.tasks:
         members.setdefault(task.subtopology, set()).add(task.id)
+    tolerance = ctx.snapshot.config.balance_factor
     for sub, tasks in sorted(members.items()):
+        if tolerance > 1:
+            per_unit = _per_capacity(
+                ctx, {c.id: len(set(target[c.id].active) & tasks) for c in ctx.non_leaving}
+            )
+            if _spread(per_unit) > tolerance + EPSILON:
+                problems.append(
+                    f"R9: subtopology {sub} differs by more than {tolerance} per unit: {per_unit}"
+                )
+            continue
         for client in ctx.non_leaving:
             count = len(set(target[client.id].active) & tasks)
             low, high = subtopology_bounds(len(tasks), client.capacity, total_capacity)
