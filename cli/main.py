@@ -7,7 +7,9 @@ a sub-command's heavy dependencies (kopf, Spark) load only when that sub-command
 import click
 
 from smoothscale.cli.crd_command import crd_command
+from smoothscale.cli.operator_command import operator_command
 from smoothscale.cli.plan_command import plan_command
+from smoothscale.cli.worker_command import worker_command
 
 
 @click.group()
@@ -17,4 +19,6 @@ def cli() -> None:
 
 
 cli.add_command(crd_command)
+cli.add_command(operator_command)
 cli.add_command(plan_command)
+cli.add_command(worker_command)

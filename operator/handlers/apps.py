@@ -1,0 +1,65 @@
+"""StreamsApps: one reconciliation loop per app (a kopf daemon), woken when the spec changes."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import kopf
+
+from ..appref import AppRef
+from ..context import OperatorContext
+from ..pods import PodInfo
+from ..reconcile import AppReconciler, Observation
+from ..resource import names as resource
+from ..runtime import AppRuntime
+
+_APP = (resource.GROUP, resource.VERSION, resource.PLURAL)
+
+
+def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
+    @kopf.daemon(*_APP, registry=registry, id="reconcile", cancellation_timeout=10.0)
+    async def reconcile(
+        stopped: kopf.DaemonStopped,
+        body: kopf.Body,
+        name: str,
+        namespace: str | None,
+        uid: str,
+        **kwargs: Any,
+    ) -> None:
+        # The indices come as kwargs named after their handlers (see handlers.pods and handlers.nodes).
+        pods_by_app: kopf.Index[tuple[str | None, str], PodInfo] = kwargs["pods_by_app"]
+        zones_by_node: kopf.Index[str, str] = kwargs["zones_by_node"]
+        app = AppRef(namespace or "default", name, uid)
+
+        def observe() -> Observation:
+            pods = list(pods_by_app.get((namespace, name), ()))
+            zones = {node: zone for node, found in zones_by_node.items() for zone in found}
+            return Observation(body=body, pods=pods, zones=zones)
+
+        config = context.config
+        runtime = AppRuntime(
+            AppReconciler(app, context),
+            interval=config.scrape_interval,
+            debounce=config.debounce,
+            clock=context.clock,
+        )
+        context.apps.add(runtime)
+        watcher = asyncio.create_task(_stop_when(stopped, runtime))
+        try:
+            await runtime.run(observe)
+        finally:
+            watcher.cancel()
+            context.apps.remove(runtime)
+            runtime.reconciler.forget()
+
+    @kopf.on.event(*_APP, registry=registry, id="app_changed")
+    def app_changed(name: str, namespace: str | None, meta: kopf.Meta, status: kopf.Status, **_: Any) -> None:
+        # Our own status writes come back as events too: only a new spec generation wakes the loop.
+        if namespace and meta.get("generation") != status.get("observedGeneration"):
+            context.apps.trigger(namespace, name)
+
+
+async def _stop_when(stopped: kopf.DaemonStopped, runtime: AppRuntime) -> None:
+    await stopped.wait()
+    runtime.stop()

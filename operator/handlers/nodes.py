@@ -1,0 +1,16 @@
+"""Nodes: their zones, indexed by node name (the planner's racks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from ..context import OperatorContext
+from ..zones import node_zone
+
+
+def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
+    @kopf.index("", "v1", "nodes", registry=registry, id="zones_by_node")
+    def zones_by_node(name: str, body: kopf.Body, **_: Any) -> dict[str, str]:
+        return {name: node_zone(body)}

@@ -1,0 +1,34 @@
+"""The operator, wired: one registry of thin handlers over one context, and the entry that runs it."""
+
+from __future__ import annotations
+
+import random
+
+import kopf
+
+from .config import OperatorConfig
+from .context import OperatorContext
+from .handlers import apps, lifecycle, nodes, pods
+
+
+def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
+    """Every handler of the operator, over `context`; also what tests hand to `KopfRunner`."""
+    registry = kopf.OperatorRegistry()
+    for module in (lifecycle, nodes, pods, apps):
+        module.register(registry, context)
+    return registry
+
+
+def run(config: OperatorConfig, *, liveness_endpoint: str | None = None) -> None:
+    """Run until SIGTERM/SIGINT (kopf handles the signals and the graceful stop)."""
+    context = OperatorContext(config)
+    priority = config.priority if config.priority is not None else random.randint(1, 2**31 - 1)
+    kopf.run(
+        registry=build_registry(context),
+        standalone=config.standalone,
+        clusterwide=not config.namespaces,
+        namespaces=config.namespaces,
+        priority=priority,
+        peering_name=config.peering,
+        liveness_endpoint=liveness_endpoint,
+    )

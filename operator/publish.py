@@ -1,0 +1,94 @@
+"""The assignment ConfigMap `<app>-assignment`: how a generation reaches the pods (Contract 3).
+
+`binaryData["assignment.json.gz"]` holds the whole publication (`encode_publication`: every pod's active,
+standby and warmup tasks, and the hand-overs still waiting for a revocation to be acknowledged);
+`data["generation"]` repeats the generation in plain text for people and for pods that only poll it. Pods
+acknowledge a generation through their `smoothscale_assignment_generation` metric.
+
+The ConfigMap is the operator's memory: an operator that restarts reads the publication back from it, so a
+hand-over in flight resumes where it was. Writes are conditional on the resourceVersion read, so an operator
+that lost its leadership without noticing cannot overwrite what its successor published.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from smoothscale.assignor.handover import EMPTY, Publication, decode_publication, encode_publication
+
+from . import names
+from .appref import AppRef
+from .kube import KubeClient, KubeError, core_path
+
+
+class AssignmentUnreadableError(ValueError):
+    """The ConfigMap exists but does not hold a publication: nothing may be published over it blindly."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """The publication in force, and the resourceVersion of the ConfigMap holding it (None: no ConfigMap)."""
+
+    publication: Publication
+    resource_version: str | None
+
+
+NOTHING_PUBLISHED = Published(EMPTY, None)
+
+
+def build_assignment_configmap(app: AppRef, publication: Publication) -> dict[str, Any]:
+    encoded = base64.b64encode(encode_publication(publication)).decode("ascii")
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": names.assignment_configmap(app.name),
+            "namespace": app.namespace,
+            "labels": names.app_labels(app.name),
+            "ownerReferences": [app.owner_reference()],
+        },
+        "data": {names.GENERATION_KEY: str(publication.generation)},
+        "binaryData": {names.ASSIGNMENT_KEY: encoded},
+    }
+
+
+def read_publication(configmap: Mapping[str, Any]) -> Publication:
+    """The publication a ConfigMap holds; raises AssignmentUnreadableError for anything else."""
+    encoded = (configmap.get("binaryData") or {}).get(names.ASSIGNMENT_KEY)
+    if not isinstance(encoded, str):
+        raise AssignmentUnreadableError(f"binaryData.{names.ASSIGNMENT_KEY} is missing")
+    try:
+        return decode_publication(base64.b64decode(encoded, validate=True))
+    except (binascii.Error, ValueError, ValidationError) as error:
+        raise AssignmentUnreadableError(f"binaryData.{names.ASSIGNMENT_KEY}: {error}") from error
+
+
+async def load_published(api: KubeClient, app: AppRef) -> Published:
+    """What is published now; NOTHING_PUBLISHED when the ConfigMap does not exist yet."""
+    path = core_path(app.namespace, "configmaps", names.assignment_configmap(app.name))
+    try:
+        configmap = await api.get(path)
+    except KubeError as error:
+        if error.not_found:
+            return NOTHING_PUBLISHED
+        raise
+    version = (configmap.get("metadata") or {}).get("resourceVersion")
+    return Published(read_publication(configmap), str(version) if version else None)
+
+
+async def publish(api: KubeClient, app: AppRef, current: Published, publication: Publication) -> Published:
+    """Write `publication` over `current`; KubeError 409 if someone else wrote the ConfigMap meanwhile."""
+    body = build_assignment_configmap(app, publication)
+    if current.resource_version is None:
+        written = await api.create(core_path(app.namespace, "configmaps"), body)
+    else:
+        body["metadata"]["resourceVersion"] = current.resource_version
+        path = core_path(app.namespace, "configmaps", names.assignment_configmap(app.name))
+        written = await api.patch(path, body)
+    return Published(publication, str((written.get("metadata") or {}).get("resourceVersion") or "") or None)

@@ -1,0 +1,111 @@
+"""The loop that drives one app's reconciler, and the registry that wakes it.
+
+One loop per app (inside kopf's daemon for that app, so peering stops it when another operator takes over,
+and deletion of the app ends it): reconciliations of an app never overlap. The loop runs a round every scrape
+interval, or earlier when woken: by a change of the app or of one of its pods (debounced, so that a burst of
+changes makes one round), or by a planner follow-up that falls due before the next scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from .appref import AppRef
+
+if TYPE_CHECKING:
+    from .reconcile import AppReconciler, Observation
+
+logger = logging.getLogger(__name__)
+
+
+class AppRuntime:
+    def __init__(
+        self,
+        reconciler: AppReconciler,
+        *,
+        interval: float,
+        debounce: float,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.reconciler = reconciler
+        self._interval = interval
+        self._debounce = debounce
+        self._clock = clock
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+        self.rounds = 0
+
+    def trigger(self) -> None:
+        """Something relevant changed: reconcile soon (after the debounce)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    async def run(self, observe: Callable[[], Observation]) -> None:
+        """Reconcile until stopped; a failed round is logged and retried at the next interval."""
+        delay = 0.0
+        while not self._stop.is_set():
+            if await self._sleep(delay) and self._debounce > 0:
+                await self._sleep(self._debounce, wakeable=False)
+            if self._stop.is_set():
+                break
+            self._wake.clear()
+            try:
+                await self.reconciler.reconcile(observe())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("reconciliation of %s failed; retrying in %.1fs", self.app, self._interval)
+                self.reconciler.failed()
+            self.rounds += 1
+            delay = self._next_delay()
+
+    @property
+    def app(self) -> AppRef:
+        return self.reconciler.app
+
+    def _next_delay(self) -> float:
+        probe = self.reconciler.next_probe()
+        if probe is None:
+            return self._interval
+        return max(0.0, min(self._interval, (probe - self._clock()).total_seconds()))
+
+    async def _sleep(self, seconds: float, *, wakeable: bool = True) -> bool:
+        """Sleep up to `seconds`; True if woken early by a trigger (or by stop)."""
+        event = self._wake if wakeable else self._stop
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await event.wait()
+                return True
+        return False
+
+
+class AppRegistry:
+    """The running app loops of one operator, so that pod events can wake the loop of their app."""
+
+    def __init__(self) -> None:
+        self._apps: dict[tuple[str, str], AppRuntime] = {}
+
+    def add(self, runtime: AppRuntime) -> None:
+        app = runtime.app
+        self._apps[(app.namespace, app.name)] = runtime
+
+    def remove(self, runtime: AppRuntime) -> None:
+        app = runtime.app
+        if self._apps.get((app.namespace, app.name)) is runtime:
+            del self._apps[(app.namespace, app.name)]
+
+    def trigger(self, namespace: str, name: str) -> None:
+        runtime = self._apps.get((namespace, name))
+        if runtime is not None:
+            runtime.trigger()
+
+    def __len__(self) -> int:
+        return len(self._apps)

@@ -1,0 +1,143 @@
+"""Lag collection: every pod's Prometheus endpoint, scraped concurrently, parsed with prometheus-client.
+
+A pod reports (Contract 3) `smoothscale_task_lag{task=...}` for every task it has state for,
+`smoothscale_task_changelog_end_offset{task=...}` and `smoothscale_assignment_generation` (the generation it
+has fully applied; the hand-over waits for it). The names can be changed per app in `spec.metrics.names`.
+
+A pod that cannot be reached in time, answers with an error, or sends something that is not a valid
+exposition (unparseable text, a negative or non-finite lag, a body beyond `MAX_BODY_BYTES`) yields a
+`ScrapeFailure`, never an exception: the caller reports it and plans nothing on the strength of missing data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from .pods import PodInfo
+from .resource import MetricNames, MetricsSpec
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+_TASK_LABEL = "task"
+
+
+class FailureReason(StrEnum):
+    UNREACHABLE = "Unreachable"
+    HTTP_ERROR = "HttpError"
+    INVALID_METRICS = "InvalidMetrics"
+
+
+@dataclass(frozen=True)
+class PodMetrics:
+    lags: dict[str, int] = field(default_factory=dict)
+    end_offsets: dict[str, int] = field(default_factory=dict)
+    generation: int | None = None
+    """The last generation the pod has fully applied, or None if it reports none yet."""
+
+
+@dataclass(frozen=True)
+class ScrapeFailure:
+    reason: FailureReason
+    message: str
+
+
+ScrapeResult = PodMetrics | ScrapeFailure
+
+
+class InvalidMetricsError(ValueError):
+    """The text is not a Prometheus exposition the operator can trust."""
+
+
+def metrics_url(pod: PodInfo, metrics: MetricsSpec) -> str | None:
+    """Where the pod's metrics are: its IP, its port (or the pod's override), the app's path."""
+    if pod.ip is None:
+        return None
+    host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
+    port = pod.metrics_port if pod.metrics_port is not None else metrics.port
+    return f"http://{host}:{port}{metrics.path}"
+
+
+def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
+    """The lags, changelog end offsets and applied generation in an exposition; raises InvalidMetricsError.
+
+    Samples are matched by name (so counters' `_total` or extra labels do not matter); several samples of
+    one task (e.g. one per store) are summed, as Contract 3 sums a task's logged stores.
+    """
+    lags: dict[str, int] = {}
+    ends: dict[str, int] = {}
+    generation: int | None = None
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == names.assignment_generation:
+                    value = _count(sample.value, sample.name)
+                    generation = value if generation is None else max(generation, value)
+                    continue
+                target = (
+                    lags
+                    if sample.name == names.task_lag
+                    else ends
+                    if sample.name == names.changelog_end_offset
+                    else None
+                )
+                task = sample.labels.get(_TASK_LABEL)
+                if target is not None and task:
+                    target[task] = target.get(task, 0) + _count(sample.value, sample.name)
+    except InvalidMetricsError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError) as error:
+        raise InvalidMetricsError(f"not a Prometheus text exposition: {error}") from error
+    return PodMetrics(lags=lags, end_offsets=ends, generation=generation)
+
+
+def _count(value: float, name: str) -> int:
+    if not math.isfinite(value) or value < 0:
+        raise InvalidMetricsError(f"{name} = {value}: expected a finite, non-negative number")
+    return round(value)
+
+
+class Scraper:
+    """Scrapes many pods at once over one connection pool; one per operator."""
+
+    def __init__(self, *, timeout: float, concurrency: int = 64) -> None:
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._limit = asyncio.Semaphore(concurrency)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def scrape_all(self, urls: Mapping[str, str], names: MetricNames) -> dict[str, ScrapeResult]:
+        """Every pod's result, by pod name."""
+        pods = list(urls)
+        results = await asyncio.gather(*(self._scrape(urls[pod], names) for pod in pods))
+        return dict(zip(pods, results, strict=True))
+
+    async def _scrape(self, url: str, names: MetricNames) -> ScrapeResult:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        async with self._limit:
+            try:
+                async with self._session.get(url) as response:
+                    if response.status != 200:
+                        return ScrapeFailure(FailureReason.HTTP_ERROR, f"GET {url}: HTTP {response.status}")
+                    body = await response.content.read(MAX_BODY_BYTES + 1)
+            except (aiohttp.ClientError, TimeoutError, OSError) as error:
+                detail = str(error) or type(error).__name__
+                return ScrapeFailure(FailureReason.UNREACHABLE, f"GET {url}: {detail}")
+        if len(body) > MAX_BODY_BYTES:
+            return ScrapeFailure(
+                FailureReason.INVALID_METRICS, f"GET {url}: more than {MAX_BODY_BYTES} bytes"
+            )
+        try:
+            return parse_metrics(body.decode("utf-8", errors="replace"), names)
+        except InvalidMetricsError as error:
+            return ScrapeFailure(FailureReason.INVALID_METRICS, f"GET {url}: {error}")

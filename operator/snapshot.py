@@ -1,0 +1,88 @@
+"""The planner's input (Contract 1) from what the operator observes about one app.
+
+Tasks come from the spec's topology (`<subtopology>_<partition>`), with their racks from the spec's static
+map and their changelog length from the end offsets the pods report. Clients are the app's pods that run on
+a node and are not being deleted, with their node's zone, their leaving time, the lags they reported, and
+their roles in the published generation. Tasks a pod reports but the topology no longer has are left out:
+the planner refuses unknown task ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import Client, ClientAssignment, Snapshot, Task
+
+from .resource import StreamsAppSpec, input_partition_racks, planner_config
+
+
+@dataclass(frozen=True)
+class ClientObservation:
+    pod: str
+    zone: str
+    leaving_since: datetime | None
+    lags: Mapping[str, int]
+    """Lags the pod reported this round ({} when it reported none)."""
+
+
+def task_ids(spec: StreamsAppSpec) -> list[str]:
+    return [f"{sub.name}_{p}" for sub in spec.topology.subtopologies for p in range(sub.partitions)]
+
+
+def build_tasks(spec: StreamsAppSpec, end_offsets: Mapping[str, int]) -> list[Task]:
+    return [
+        Task(
+            id=f"{sub.name}_{p}",
+            subtopology=sub.name,
+            stateful=sub.stateful,
+            changelog_offsets=end_offsets.get(f"{sub.name}_{p}", 0),
+            input_partition_racks=input_partition_racks(spec, sub, p),
+            weight=sub.weight,
+        )
+        for sub in spec.topology.subtopologies
+        for p in range(sub.partitions)
+    ]
+
+
+def merge_end_offsets(known: Mapping[str, int], reports: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """The largest end offset seen per task: changelogs only grow, and a pod that is behind on reading
+    the end offset must not make the changelog look shorter than another pod saw it."""
+    merged = dict(known)
+    for report in reports:
+        for task, offset in report.items():
+            if offset > merged.get(task, -1):
+                merged[task] = offset
+    return merged
+
+
+def build_snapshot(
+    spec: StreamsAppSpec,
+    now: datetime,
+    clients: Sequence[ClientObservation],
+    published: Publication,
+    end_offsets: Mapping[str, int],
+) -> Snapshot:
+    tasks = build_tasks(spec, end_offsets)
+    known = {task.id for task in tasks}
+    return Snapshot(
+        now=now,
+        config=planner_config(spec),
+        tasks=tasks,
+        clients=[_client(c, published.assignment.get(c.pod), known) for c in clients],
+    )
+
+
+def _client(observed: ClientObservation, roles: ClientAssignment | None, known: set[str]) -> Client:
+    roles = roles or ClientAssignment()
+    return Client(
+        id=observed.pod,
+        rack=observed.zone,
+        leaving_since=observed.leaving_since,
+        lags={task: lag for task, lag in observed.lags.items() if task in known},
+        active=[t for t in roles.active if t in known],
+        standby=[t for t in roles.standby if t in known],
+        warmup=[t for t in roles.warmup if t in known],
+    )

@@ -1,0 +1,211 @@
+"""The app's status (Contract 2) from what one reconciliation saw and did, as a pure function.
+
+Conditions follow metav1.Condition: `lastTransitionTime` changes only when a condition's status changes,
+reasons are CamelCase for machines, messages are for people, and every condition carries the
+`observedGeneration` of the spec it was computed from. `phase` is a one-word summary of the conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import PlanStats
+
+from . import names
+from .pods import PodInfo
+from .resource import (
+    AssignmentStatus,
+    AutoscalingStatus,
+    Condition,
+    ConditionStatus,
+    ConditionType,
+    LagStatus,
+    LeavingPod,
+    Phase,
+    ProbingStatus,
+    StreamsAppStatus,
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a condition is True: a CamelCase reason and a message."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """The last plan, as far as status needs it."""
+
+    stable: bool
+    stats: PlanStats
+    next_probe: datetime | None
+    probe_reason: str | None
+
+
+@dataclass(frozen=True)
+class Leaving:
+    pod: str
+    since: datetime
+    deadline: datetime | None
+
+
+@dataclass(frozen=True)
+class StatusInput:
+    app: str
+    observed_generation: int
+    replicas: int
+    tasks: int
+    pods: Sequence[PodInfo]
+    published: Publication
+    plan: PlanOutcome | None
+    settled: bool
+    """The published generation is the last plan's assignment, with no hand-over in flight."""
+    leaving: Sequence[Leaving]
+    lag_total: int
+    lag_max_task: int
+    degraded: Problem | None
+    invalid_spec: Problem | None
+    previous: StreamsAppStatus | None
+    now: datetime
+
+
+def build_status(given: StatusInput) -> StreamsAppStatus:
+    present = [p for p in given.pods if not p.deleting]
+    ready = [p for p in present if p.ready]
+    conditions = [
+        _ready(given, ready),
+        _stable(given),
+        _migrating(given),
+        _scaling_down(given),
+        _problem(ConditionType.DEGRADED, given.degraded, "AllPodsReporting", "every pod reports its metrics"),
+        _problem(ConditionType.INVALID_SPEC, given.invalid_spec, "SpecValid", "the spec can be acted on"),
+    ]
+    stamped = [_stamp(c, given) for c in conditions]
+    published = given.published
+    stats = given.plan.stats if given.plan is not None else None
+    return StreamsAppStatus(
+        observed_generation=given.observed_generation,
+        replicas=len(present),
+        ready_replicas=len(ready),
+        selector=names.selector(given.app),
+        phase=_phase(stamped),
+        conditions=stamped,
+        assignment=AssignmentStatus(
+            generation=published.generation,
+            config_map=names.assignment_configmap(given.app),
+            active_tasks=sum(len(a.active) for a in published.assignment.values()),
+            standby_tasks=sum(len(a.standby) for a in published.assignment.values()),
+            warmup_tasks=sum(len(a.warmup) for a in published.assignment.values()),
+            cross_rack_cost=stats.cross_rack_cost if stats is not None else 0,
+            active_imbalance=max(0.0, stats.active_imbalance) if stats is not None else 0.0,
+        ),
+        probing=_probing(given.plan),
+        leaving=[LeavingPod(pod=x.pod, since=x.since, deadline=x.deadline) for x in given.leaving],
+        lag=LagStatus(total=given.lag_total, max_task=given.lag_max_task),
+        autoscaling=AutoscalingStatus(migrating=_is_migrating(given)),
+    )
+
+
+_Draft = tuple[ConditionType, ConditionStatus, str, str]
+
+
+def _ready(given: StatusInput, ready: Sequence[PodInfo]) -> _Draft:
+    ready_staying = sum(1 for p in ready if not p.is_leaving)
+    running = sum(len(a.active) for a in given.published.assignment.values())
+    if ready_staying < given.replicas:
+        message = f"{ready_staying} of {given.replicas} pods ready"
+        return ConditionType.READY, ConditionStatus.FALSE, "PodsNotReady", message
+    if running < given.tasks:
+        message = f"{given.tasks - running} of {given.tasks} tasks have no active pod"
+        return ConditionType.READY, ConditionStatus.FALSE, "TasksUnassigned", message
+    message = f"{given.tasks} tasks active on {ready_staying} ready pods"
+    return ConditionType.READY, ConditionStatus.TRUE, "AllTasksRunning", message
+
+
+def _stable(given: StatusInput) -> _Draft:
+    plan = given.plan
+    if plan is None:
+        return ConditionType.STABLE, ConditionStatus.UNKNOWN, "NotPlanned", "no plan has been made yet"
+    if given.published.revoking:
+        message = f"{len(given.published.revoking)} hand-over(s) waiting for the old owner"
+        return ConditionType.STABLE, ConditionStatus.FALSE, "HandOverInProgress", message
+    if not plan.stable:
+        message = plan.probe_reason or "the assignment has not converged"
+        return ConditionType.STABLE, ConditionStatus.FALSE, "Probing", message
+    if not given.settled:
+        return ConditionType.STABLE, ConditionStatus.FALSE, "Publishing", "the plan is not fully published"
+    return ConditionType.STABLE, ConditionStatus.TRUE, "Converged", "the assignment is balanced and stable"
+
+
+def _warmups(given: StatusInput) -> int:
+    return sum(len(a.warmup) for a in given.published.assignment.values())
+
+
+def _is_migrating(given: StatusInput) -> bool:
+    return bool(_warmups(given) or given.published.revoking)
+
+
+def _migrating(given: StatusInput) -> _Draft:
+    warmups = _warmups(given)
+    revoking = len(given.published.revoking)
+    if revoking:
+        message = f"{revoking} task(s) revoked, waiting for their old owner to stop them"
+        return ConditionType.MIGRATING, ConditionStatus.TRUE, "HandOverInProgress", message
+    if warmups:
+        message = f"{warmups} warmup(s) restoring state before tasks move"
+        return ConditionType.MIGRATING, ConditionStatus.TRUE, "WarmupsRestoring", message
+    return ConditionType.MIGRATING, ConditionStatus.FALSE, "NoTasksMoving", "no task is moving"
+
+
+def _scaling_down(given: StatusInput) -> _Draft:
+    if not given.leaving:
+        return ConditionType.SCALING_DOWN, ConditionStatus.FALSE, "NoPodsLeaving", "no pod is leaving"
+    pods = ", ".join(x.pod for x in given.leaving)
+    message = f"{len(given.leaving)} pod(s) leaving once their tasks have moved: {pods}"
+    return ConditionType.SCALING_DOWN, ConditionStatus.TRUE, "PodsLeaving", message
+
+
+def _problem(kind: ConditionType, problem: Problem | None, ok_reason: str, ok_message: str) -> _Draft:
+    if problem is None:
+        return kind, ConditionStatus.FALSE, ok_reason, ok_message
+    return kind, ConditionStatus.TRUE, problem.reason, problem.message
+
+
+def _stamp(draft: _Draft, given: StatusInput) -> Condition:
+    kind, status, reason, message = draft
+    before = given.previous.condition(kind) if given.previous is not None else None
+    since = before.last_transition_time if before is not None and before.status == status else given.now
+    return Condition(
+        type=kind,
+        status=status,
+        observed_generation=given.observed_generation,
+        last_transition_time=since,
+        reason=reason,
+        message=message,
+    )
+
+
+def _phase(conditions: Sequence[Condition]) -> Phase:
+    true = {c.type for c in conditions if c.status == ConditionStatus.TRUE}
+    for kind, phase in (
+        (ConditionType.INVALID_SPEC, Phase.INVALID),
+        (ConditionType.DEGRADED, Phase.DEGRADED),
+        (ConditionType.SCALING_DOWN, Phase.SCALING_DOWN),
+        (ConditionType.MIGRATING, Phase.MIGRATING),
+        (ConditionType.READY, Phase.RUNNING),
+    ):
+        if kind in true:
+            return phase
+    return Phase.PENDING
+
+
+def _probing(plan: PlanOutcome | None) -> ProbingStatus | None:
+    if plan is None or plan.stable or plan.next_probe is None:
+        return None
+    return ProbingStatus(next_probe_time=plan.next_probe, reason=plan.probe_reason)
