@@ -21,7 +21,7 @@ from smoothscale.assignor.handover import Publication
 
 from . import contract
 from .applier import AssignmentApplier, TaskListener
-from .follow import Body, MountedDirFollower, ObjectFollower
+from .follow import Body, MountedDirFollower, follow_object
 from .metrics import TaskMetrics
 from .publication import CorruptAssignment, from_configmap, from_mounted_dir
 
@@ -105,7 +105,7 @@ class StreamsClient:
                 (config.configmap_name, core.list_namespaced_config_map, self._on_configmap),
                 (config.pod, core.list_namespaced_pod, self._on_own_pod),
             ):
-                ObjectFollower(
+                follow_object(
                     list_function,
                     config.namespace,
                     name,

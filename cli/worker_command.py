@@ -1,0 +1,201 @@
+"""`smoothscale worker`: the sample Streams-style worker of one pod (`smoothscale.sandbox.worker`).
+
+The kubelet stand-in starts it for every pod of the sandbox, configured through environment variables (the
+names beside each option); a person can run it by hand against any API server with flags.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from smoothscale.client import contract
+
+_ENV = "SMOOTHSCALE_"
+
+
+def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+@click.command("worker")
+@click.option("--pod", envvar=contract.POD_NAME_ENV, required=True, help="This pod's name.")
+@click.option("--namespace", envvar=contract.NAMESPACE_ENV, default="default", show_default=True)
+@click.option("--app", envvar=contract.APP_ENV, required=True, help="The StreamsApp this pod belongs to.")
+@click.option(
+    "--configmap",
+    envvar=contract.ASSIGNMENT_CONFIGMAP_ENV,
+    default=None,
+    help="The assignment ConfigMap [default: <app>-assignment].",
+)
+@click.option(
+    "--kubeconfig",
+    envvar=[f"{_ENV}KUBECONFIG", "KUBECONFIG"],
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Reach the API with this kubeconfig (else in-cluster, else the mounted assignment).",
+)
+@click.option(
+    "--assignment-dir",
+    envvar=f"{_ENV}ASSIGNMENT_DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The mounted assignment ConfigMap, read when there is no API access.",
+)
+@click.option(
+    "--state-dir",
+    envvar=f"{_ENV}STATE_DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Where the task state directories live (the pod's volume).",
+)
+@click.option("--metrics-host", envvar=f"{_ENV}METRICS_HOST", default="0.0.0.0", show_default=True)
+@click.option(
+    "--metrics-port",
+    envvar=f"{_ENV}METRICS_PORT",
+    type=int,
+    default=contract.DEFAULT_METRICS_PORT,
+    show_default=True,
+)
+@click.option(
+    "--restore-rate",
+    envvar=f"{_ENV}RESTORE_RATE",
+    type=float,
+    default=20_000.0,
+    show_default=True,
+    help="Records per second restored, per task.",
+)
+@click.option(
+    "--process-rate",
+    envvar=f"{_ENV}PROCESS_RATE",
+    type=float,
+    default=2_000.0,
+    show_default=True,
+    help="Records per second processed at most, per active task.",
+)
+@click.option(
+    "--input-rate",
+    envvar=f"{_ENV}INPUT_RATE",
+    type=float,
+    default=200.0,
+    show_default=True,
+    help="Records per second each task's changelog grows by.",
+)
+@click.option(
+    "--initial-offset",
+    envvar=f"{_ENV}INITIAL_OFFSET",
+    type=int,
+    default=100_000,
+    show_default=True,
+    help="Records in every changelog at the epoch.",
+)
+@click.option(
+    "--changelog-epoch",
+    envvar=f"{_ENV}CHANGELOG_EPOCH",
+    type=float,
+    default=None,
+    help="Unix time at which the changelogs held --initial-offset records; all pods must share it "
+    "[default: now, for a worker run alone].",
+)
+@click.option(
+    "--stateless-subtopologies",
+    envvar=f"{_ENV}STATELESS_SUBTOPOLOGIES",
+    default="",
+    callback=_csv,
+    help="Comma-separated subtopologies whose tasks have no state (nothing to restore, no lag).",
+)
+@click.option(
+    "--record-file",
+    envvar=f"{_ENV}RECORD_FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append the processing intervals and restorations to this JSON-lines file.",
+)
+@click.option("--tick-seconds", envvar=f"{_ENV}TICK_SECONDS", type=float, default=0.1, show_default=True)
+@click.option(
+    "--lease-seconds",
+    envvar=f"{_ENV}LEASE_SECONDS",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Length of each processing interval written ahead to the record file.",
+)
+@click.option(
+    "--parent-pid",
+    envvar=f"{_ENV}PARENT_PID",
+    type=int,
+    default=None,
+    help="Exit as soon as this process is no longer the parent.",
+)
+@click.option("--log-level", envvar=f"{_ENV}LOG_LEVEL", default="INFO", show_default=True)
+def worker_command(
+    pod: str,
+    namespace: str,
+    app: str,
+    configmap: str | None,
+    kubeconfig: Path | None,
+    assignment_dir: Path | None,
+    state_dir: Path,
+    metrics_host: str,
+    metrics_port: int,
+    restore_rate: float,
+    process_rate: float,
+    input_rate: float,
+    initial_offset: int,
+    changelog_epoch: float | None,
+    stateless_subtopologies: frozenset[str],
+    record_file: Path | None,
+    tick_seconds: float,
+    lease_seconds: float,
+    parent_pid: int | None,
+    log_level: str,
+) -> None:
+    """Run the sample Streams-style worker of one pod until SIGTERM or SIGINT."""
+    # Imported here so that `smoothscale --help` does not load the kubernetes client.
+    from smoothscale.client import ClientConfig  # noqa: PLC0415
+    from smoothscale.sandbox.changelog import Changelog  # noqa: PLC0415
+    from smoothscale.sandbox.worker import SampleWorker, WorkerConfig  # noqa: PLC0415
+
+    logging.basicConfig(
+        level=log_level.upper(), format=f"%(asctime)s {pod} %(name)s %(levelname)s %(message)s"
+    )
+    config = WorkerConfig(
+        client=ClientConfig(
+            pod=pod,
+            namespace=namespace,
+            app=app,
+            configmap=configmap,
+            kubeconfig=kubeconfig,
+            assignment_dir=assignment_dir,
+            metrics_host=metrics_host,
+            metrics_port=metrics_port,
+        ),
+        state_dir=state_dir,
+        changelog=Changelog(
+            epoch=time.time() if changelog_epoch is None else changelog_epoch,
+            initial_offset=initial_offset,
+            input_rate=input_rate,
+        ),
+        restore_rate=restore_rate,
+        process_rate=process_rate,
+        stateless_subtopologies=stateless_subtopologies,
+        record_file=record_file,
+        tick_seconds=tick_seconds,
+        lease_seconds=lease_seconds,
+        parent_pid=parent_pid,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        logging.getLogger(__name__).info("pod %s: %s, stopping", pod, signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    SampleWorker(config).run(stop)
