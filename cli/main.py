@@ -10,7 +10,6 @@ from smoothscale.cli.crd_command import crd_command
 from smoothscale.cli.operator_command import operator_command
 from smoothscale.cli.plan_command import plan_command
 from smoothscale.cli.worker_command import worker_command
-from smoothscale.cli.worker_command import worker_command
 
 
 @click.group()
@@ -22,5 +21,4 @@ def cli() -> None:
 cli.add_command(crd_command)
 cli.add_command(operator_command)
 cli.add_command(plan_command)
-cli.add_command(worker_command)
 cli.add_command(worker_command)
