@@ -16,6 +16,7 @@ from smoothscale.assignor.models import PlannerConfig, RackStrategy, Snapshot
 from smoothscale.assignor.ordering import natural_key, natural_order, natural_sorted
 
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 NO_CLIENT = -1
 
@@ -30,6 +31,7 @@ class Cluster:
     subtopologies: list[str]
     subtopology: IntArray  # per task
     stateful: BoolArray  # per task
+    weight: FloatArray  # per task
     changelog: IntArray  # per task
     client_rack: IntArray  # per client
     capacity: IntArray  # per client
@@ -159,6 +161,7 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
         subtopologies=subtopologies,
         subtopology=np.array([sub_pos[t.subtopology] for t in tasks], dtype=np.int64),
         stateful=np.array([t.stateful for t in tasks], dtype=np.bool_),
+        weight=np.array([t.weight for t in tasks], dtype=np.float64),
         changelog=np.array([t.changelog_offsets for t in tasks], dtype=np.int64),
         client_rack=np.array([rack_pos[c.rack] for c in clients], dtype=np.int64),
         capacity=np.array([c.capacity for c in clients], dtype=np.int64),

@@ -43,6 +43,13 @@ class CatchUpTrigger(StrEnum):
     BATCHED = "batched"
 
 
+class BalanceBy(StrEnum):
+    """What the target balances per unit of capacity: task counts, or the sum of task weights."""
+
+    COUNT = "count"
+    WEIGHT = "weight"
+
+
 class RackAwareConfig(ContractModel):
     strategy: RackStrategy = Field(
         RackStrategy.BALANCE_SUBTOPOLOGY,
@@ -78,6 +85,10 @@ class PlannerConfig(ContractModel):
         ge=1,
         le=1000,
         description="loads per unit of capacity may differ by this many tasks (no move just to balance)",
+    )
+    balance_by: BalanceBy = Field(
+        BalanceBy.COUNT,
+        description="balance task counts, or task weights (within the largest single weight)",
     )
     catch_up_trigger: CatchUpTrigger = Field(
         CatchUpTrigger.EAGER,

@@ -19,13 +19,14 @@ back is returned unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from smoothscale.assignor.cluster import NO_CLIENT, Cluster, IntArray, flatten
+from smoothscale.assignor.cluster import NO_CLIENT, Cluster, FloatArray, IntArray, flatten
 from smoothscale.assignor.flow import NO_EXCLUSION, UNLIMITED, Bounds, PlacementProblem, place
-from smoothscale.assignor.models import RackStrategy
+from smoothscale.assignor.models import BalanceBy, RackStrategy
 
 COLD = 3  # warmth of a client without state for the task, in non-overlap units
 
@@ -343,16 +344,83 @@ def _place_stateful_actives(ctx: _Context, stateful: IntArray, stateless: IntArr
     return result
 
 
+def weighted_counts(weights: FloatArray, sizes: IntArray, capacity: IntArray, held: IntArray) -> IntArray:
+    """How many tasks of each group (subtopology) each client gets, balancing weight per unit of capacity.
+
+    Heaviest groups first, so that they spread evenly and the light ones fill the gaps; within a group a
+    client first keeps the tasks it holds while they fit its share, then each further task goes to the client
+    with the most share left per unit of capacity. Like longest-processing-time scheduling, this keeps loads
+    per unit within the largest single task weight.
+    """
+    share = float(np.dot(weights, sizes)) * capacity / capacity.sum()
+    assigned = np.zeros(len(capacity))
+    counts = np.zeros((len(sizes), len(capacity)), dtype=np.int64)
+    for group in sorted(range(len(sizes)), key=lambda g: (-weights[g], g)):
+        weight, size = float(weights[group]), int(sizes[group])
+        room = np.floor(np.maximum(share - assigned, 0) / weight + 1e-9).astype(np.int64)
+        keep = np.minimum(held[group], room)
+        if keep.sum() > size:
+            keep = np.zeros_like(keep)
+        counts[group] = keep
+        assigned += keep * weight
+        heap = [(-(share[c] - assigned[c]) / capacity[c], c) for c in range(len(capacity))]
+        heapq.heapify(heap)
+        for _ in range(size - int(keep.sum())):
+            _, client = heapq.heappop(heap)
+            counts[group, client] += 1
+            assigned[client] += weight
+            heapq.heappush(heap, (-(share[client] - assigned[client]) / capacity[client], client))
+    return counts
+
+
+def _place_actives_by_weight(ctx: _Context) -> IntArray:
+    """balanceBy=weight: every active in one solve, with per-(subtopology, client) counts that balance
+    weight; traffic and stickiness still choose which tasks go where."""
+    cluster = ctx.cluster
+    tasks = np.arange(cluster.n_tasks, dtype=np.int64)
+    part = _active_part(ctx, tasks)
+    groups, item_group = np.unique(cluster.subtopology, return_inverse=True)
+    sizes = np.bincount(item_group, minlength=len(groups))
+    weights = np.bincount(item_group, weights=cluster.weight, minlength=len(groups)) / sizes
+    held = np.stack([ctx.held(tasks[item_group == g]) for g in range(len(groups))])
+    counts = weighted_counts(weights, sizes, cluster.capacity[ctx.clients], held)
+    part = replace(part, item_group=item_group.astype(np.int64), group_lower=counts, group_upper=counts)
+    per_client = counts.sum(axis=0)
+    placed = _solve(ctx, [part], Bounds(per_client, per_client))[0]
+    result: IntArray = ctx.clients[np.array([p[0] for p in placed], dtype=np.int64)]
+    return result
+
+
+def _standbys_from(
+    results: list[list[int]],
+    ctx: _Context,
+    stateful: IntArray,
+    active: IntArray,
+    counts: IntArray,
+    upper: IntArray,
+) -> list[list[int]]:
+    standby: list[list[int]] = [[] for _ in range(ctx.cluster.n_tasks)]
+    _rehome(results, ctx.local[active[stateful]].tolist(), counts, upper)
+    for task, chosen in zip(stateful.tolist(), results, strict=True):
+        standby[task] = sorted(int(ctx.clients[p]) for p in chosen)
+    return standby
+
+
 def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
     """All actives first (so that the stateful ones leave room for a balanced spread of the stateless ones);
     then, the stateful actives fixed, standbys and stateless actives together, so that the actives and the
-    total load (actives plus standbys) both come out balanced."""
+    total load (actives plus standbys) both come out balanced. With balanceBy=weight the actives balance
+    weight instead, and the standbys balance their own count."""
     ctx = _Context.of(cluster, holdings)
     n_clients = len(ctx.clients)
     stateful = np.flatnonzero(cluster.stateful).astype(np.int64)
     stateless = np.flatnonzero(~cluster.stateful).astype(np.int64)
     active = np.full(cluster.n_tasks, NO_CLIENT, dtype=np.int64)
-    if len(stateful):
+    by_weight = cluster.config.balance_by is BalanceBy.WEIGHT
+    if by_weight:
+        active = _place_actives_by_weight(ctx)
+        stateless = stateless[:0]
+    elif len(stateful):
         active[stateful] = _place_stateful_actives(ctx, stateful, stateless)
     taken = np.bincount(ctx.local[active[stateful]], minlength=n_clients)
 
@@ -369,13 +437,17 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
         classes.append((np.maximum(actives_lower - taken, 0), np.maximum(actives_upper - taken, 0)))
     standby: list[list[int]] = [[] for _ in range(cluster.n_tasks)]
     if parts:
-        load_lower, load_upper = ctx.bounds(cluster.n_tasks + copies, ctx.held(every_task, standby=True))
-        bounds = Bounds(
-            np.maximum(load_lower - taken, 0),
-            np.maximum(load_upper - taken, 0),
-            class_lower=np.stack([c[0] for c in classes]),
-            class_upper=np.stack([c[1] for c in classes]),
-        )
+        if by_weight:
+            held_standbys = ctx.held(stateful, standby=True) - ctx.held(stateful)
+            bounds = Bounds(*ctx.bounds(copies, held_standbys))
+        else:
+            load_lower, load_upper = ctx.bounds(cluster.n_tasks + copies, ctx.held(every_task, standby=True))
+            bounds = Bounds(
+                np.maximum(load_lower - taken, 0),
+                np.maximum(load_upper - taken, 0),
+                class_lower=np.stack([c[0] for c in classes]),
+                class_upper=np.stack([c[1] for c in classes]),
+            )
         results = _solve(ctx, parts, bounds)
         counts = np.bincount(
             [p for result in results for ps in result for p in ps if p >= 0], minlength=n_clients
@@ -383,7 +455,5 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
         if len(stateless):
             active[stateless] = ctx.clients[np.array([p[0] for p in results[-1]], dtype=np.int64)]
         if copies:
-            _rehome(results[0], ctx.local[active[stateful]].tolist(), counts, bounds.client_upper)
-            for task, chosen in zip(stateful.tolist(), results[0], strict=True):
-                standby[task] = sorted(int(ctx.clients[p]) for p in chosen)
+            standby = _standbys_from(results[0], ctx, stateful, active, counts, bounds.client_upper)
     return Target(active, standby)

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smoothscale.assignor.models import (
+    BalanceBy,
     Client,
     ClientAssignment,
     ClientTarget,
@@ -530,6 +531,8 @@ def balance_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
     # balanceFactor (1 unless set) is how many tasks per unit of capacity loads may differ by.
     tolerance = snapshot.config.balance_factor
     target = {c.id: plan.target.get(c.id, ClientTarget()) for c in ctx.non_leaving}
+    if snapshot.config.balance_by == BalanceBy.WEIGHT:
+        return _weight_violations(ctx, target)
     actives = _per_capacity(ctx, {c: len(t.active) for c, t in target.items()})
     if _spread(actives) > tolerance + EPSILON:
         problems.append(f"R9: target actives per unit of capacity differ by more than {tolerance}: {actives}")
@@ -549,6 +552,18 @@ def balance_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
             )
     if snapshot.config.rack_aware.strategy == RackStrategy.BALANCE_SUBTOPOLOGY:
         problems.extend(_subtopology_violations(ctx, target))
+    return problems
+
+
+def _weight_violations(ctx: _Context, target: Mapping[str, ClientTarget]) -> list[str]:
+    """balanceBy=weight: task weights per unit of capacity within the largest single weight. (Standbys are
+    balanced by count where their exclusions allow; with weight-placed actives they often cannot be.)"""
+    weight = {t.id: t.weight for t in ctx.snapshot.tasks}
+    heaviest = max(weight.values(), default=0.0)
+    loads = {c.id: sum(weight[t] for t in target[c.id].active) / c.capacity for c in ctx.non_leaving}
+    problems = []
+    if _spread(loads) > heaviest + EPSILON:
+        problems.append(f"R9: target weight per unit of capacity differs by more than {heaviest}: {loads}")
     return problems
 
 

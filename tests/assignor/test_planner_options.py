@@ -77,10 +77,11 @@ def test_convergence_with_a_balance_factor(cluster: Snapshot, ops: list[Perturba
     perturb_and_converge(with_config(cluster, balanceFactor=2), ops)
 
 
+@pytest.mark.parametrize("option", [{"balanceFactor": 2}, {"balanceBy": "weight"}])
 @given(cluster=clusters(max_subtopologies=3, max_partitions=8, max_clients=6))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_balance_factor_plans_ignore_input_order(cluster: Snapshot) -> None:
-    snapshot = with_config(cluster, balanceFactor=2)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_plans_with_options_ignore_input_order(option: dict[str, object], cluster: Snapshot) -> None:
+    snapshot = with_config(cluster, **option)
     data = json.loads(snapshot.model_dump_json(by_alias=True))
     data["tasks"].reverse()
     data["clients"].reverse()
@@ -89,3 +90,63 @@ def test_balance_factor_plans_ignore_input_order(cluster: Snapshot) -> None:
         client["lags"] = dict(reversed(list(client["lags"].items())))
     shuffled = Snapshot.model_validate(data)
     assert run_planner(snapshot).model_dump_json() == run_planner(shuffled).model_dump_json()
+
+
+def heavy_and_light() -> Snapshot:
+    """One subtopology ten times heavier than the other, all on one pod of three."""
+    tasks = [make_task(f"0_{p}", offsets=0) for p in range(3)] + [
+        make_task(f"1_{p}", offsets=0) for p in range(9)
+    ]
+    data = json.loads(
+        make_snapshot(
+            tasks, [make_client("a"), make_client("b"), make_client("c")], strategy="none"
+        ).model_dump_json(by_alias=True)
+    )
+    for task in data["tasks"]:
+        task["weight"] = 10.0 if task["subtopology"] == "0" else 1.0
+    return Snapshot.model_validate(data)
+
+
+def peak_weight(snapshot: Snapshot, by: str) -> float:
+    snapshot = with_config(snapshot, balanceBy=by)
+    plan = run_planner(snapshot)
+    assert_valid(snapshot, plan)
+    weight = {t.id: t.weight for t in snapshot.tasks}
+    return max(sum(weight[t] for t in target.active) for target in plan.target.values())
+
+
+def test_weight_balance_spreads_the_heavy_subtopology() -> None:
+    """39 units of weight on 3 pods: balanced by weight no pod carries more than 13 + the heaviest task."""
+    snapshot = heavy_and_light()
+    assert peak_weight(snapshot, "weight") <= 13 + 10
+    assert peak_weight(snapshot, "weight") <= peak_weight(snapshot, "count")
+
+
+def test_weight_balance_beats_count_balance_when_weights_are_skewed() -> None:
+    """Two heavy tasks and many light ones: counting tasks puts both heavy ones beside a full share of light
+    ones; weighing them does not."""
+    tasks = [make_task(f"0_{p}", offsets=0) for p in range(2)] + [
+        make_task(f"1_{p}", offsets=0) for p in range(10)
+    ]
+    data = json.loads(
+        make_snapshot(tasks, [make_client("a"), make_client("b")], strategy="none").model_dump_json(
+            by_alias=True
+        )
+    )
+    data["clients"][0]["active"] = ["0_0", "0_1", *[f"1_{p}" for p in range(4)]]
+    data["clients"][1]["active"] = [f"1_{p}" for p in range(4, 10)]
+    for task in data["tasks"]:
+        task["weight"] = 10.0 if task["subtopology"] == "0" else 1.0
+    snapshot = Snapshot.model_validate(data)
+    assert peak_weight(snapshot, "count") == 24
+    assert peak_weight(snapshot, "weight") <= 15
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(max_subtopologies=3, max_partitions=8, max_clients=6), ops=perturbations(max_size=2))
+def test_convergence_balancing_weight(cluster: Snapshot, ops: list[Perturbation]) -> None:
+    """Convergence with balanceBy=weight and subtopology weights 1, 3, 7."""
+    data = json.loads(with_config(cluster, balanceBy="weight").model_dump_json(by_alias=True))
+    for task in data["tasks"]:
+        task["weight"] = (1.0, 3.0, 7.0)[int(task["subtopology"]) % 3]
+    perturb_and_converge(Snapshot.model_validate(data), ops)
