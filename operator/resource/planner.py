@@ -30,6 +30,9 @@ def planner_config(spec: StreamsAppSpec) -> PlannerConfig:
         ),
         scale_down_timeout_seconds=None if timeout is None else parse_duration(timeout),
         probing_interval_seconds=parse_duration(assignment.probing_interval),
+        balance_factor=assignment.balance_factor,
+        balance_by=assignment.balance_by,
+        catch_up_trigger=assignment.catch_up_trigger,
     )
 
 

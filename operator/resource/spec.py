@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from smoothscale.assignor.models import RackStrategy
+from smoothscale.assignor.models import BalanceBy, CatchUpTrigger, RackStrategy
 
 from .base import SpecModel
 from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone
@@ -160,6 +160,23 @@ class AssignmentSpec(SpecModel):
         "10m",
         description="How long to wait before planning again while warmups catch up "
         "(probing.rebalance.interval.ms), e.g. 10m; at least 1s.",
+    )
+    balance_factor: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="Loads per unit of capacity may differ by this many tasks before the planner moves one "
+        "only to balance (stream.balancing.factor); 1 is strict balance.",
+    )
+    balance_by: BalanceBy = Field(
+        BalanceBy.COUNT,
+        description="count: balance task counts per pod. weight: balance the sum of task weights (measured "
+        "processing rates, else the subtopology's weight).",
+    )
+    catch_up_trigger: CatchUpTrigger = Field(
+        CatchUpTrigger.EAGER,
+        description="eager: plan again as soon as any warmup is caught up. batched: only once all warmups of "
+        "a pod are (learn.partial.rebalance=false).",
     )
 
 

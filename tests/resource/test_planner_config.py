@@ -6,7 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from smoothscale.assignor.models import PlannerConfig, RackAwareConfig, RackStrategy
+from smoothscale.assignor.models import (
+    BalanceBy,
+    CatchUpTrigger,
+    PlannerConfig,
+    RackAwareConfig,
+    RackStrategy,
+)
 from smoothscale.operator.resource import input_partition_racks, load_spec, planner_config
 
 Json = dict[str, Any]
@@ -21,6 +27,9 @@ def _non_default_spec(minimal_spec: Json) -> Json:
             "maxWarmupReplicas": 5,
             "rackAware": {"strategy": "min_traffic", "trafficCost": 7, "nonOverlapCost": 3},
             "probingInterval": "1h30m",
+            "balanceFactor": 2,
+            "balanceBy": "weight",
+            "catchUpTrigger": "batched",
         },
         "scaling": {"scaleDownTimeout": "45s"},
     }
@@ -35,6 +44,9 @@ def test_every_setting_is_translated(minimal_spec: Json) -> None:
         rack_aware=RackAwareConfig(strategy=RackStrategy.MIN_TRAFFIC, traffic_cost=7, non_overlap_cost=3),
         scale_down_timeout_seconds=45.0,
         probing_interval_seconds=5400.0,
+        balance_factor=2,
+        balance_by=BalanceBy.WEIGHT,
+        catch_up_trigger=CatchUpTrigger.BATCHED,
     )
 
 
