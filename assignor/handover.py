@@ -106,7 +106,10 @@ def next_publication(
     candidate = Publication(
         generation=generation, assignment=assignment, revoking=dict(sorted(revoking.items()))
     )
-    if candidate.assignment == _normalised(published, pods) and candidate.revoking == published.revoking:
+    unchanged = candidate.assignment == _normalised(published, pods) and set(published.assignment) <= set(
+        pods
+    )
+    if unchanged and candidate.revoking == published.revoking:
         return None
     return candidate
 
