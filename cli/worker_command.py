@@ -16,8 +16,7 @@ from types import FrameType
 import click
 
 from smoothscale.client import contract
-
-_ENV = "SMOOTHSCALE_"
+from smoothscale.sandbox import environment as env
 
 
 def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
@@ -36,36 +35,36 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--kubeconfig",
-    envvar=[f"{_ENV}KUBECONFIG", "KUBECONFIG"],
+    envvar=[env.KUBECONFIG_ENV, "KUBECONFIG"],
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Reach the API with this kubeconfig (else in-cluster, else the mounted assignment).",
 )
 @click.option(
     "--assignment-dir",
-    envvar=f"{_ENV}ASSIGNMENT_DIR",
+    envvar=env.ASSIGNMENT_DIR_ENV,
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="The mounted assignment ConfigMap, read when there is no API access.",
 )
 @click.option(
     "--state-dir",
-    envvar=f"{_ENV}STATE_DIR",
+    envvar=env.STATE_DIR_ENV,
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="Where the task state directories live (the pod's volume).",
 )
-@click.option("--metrics-host", envvar=f"{_ENV}METRICS_HOST", default="0.0.0.0", show_default=True)
+@click.option("--metrics-host", envvar=env.METRICS_HOST_ENV, default="0.0.0.0", show_default=True)
 @click.option(
     "--metrics-port",
-    envvar=f"{_ENV}METRICS_PORT",
+    envvar=env.METRICS_PORT_ENV,
     type=int,
     default=contract.DEFAULT_METRICS_PORT,
     show_default=True,
 )
 @click.option(
     "--restore-rate",
-    envvar=f"{_ENV}RESTORE_RATE",
+    envvar=env.RESTORE_RATE_ENV,
     type=float,
     default=20_000.0,
     show_default=True,
@@ -73,7 +72,7 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--process-rate",
-    envvar=f"{_ENV}PROCESS_RATE",
+    envvar=env.PROCESS_RATE_ENV,
     type=float,
     default=2_000.0,
     show_default=True,
@@ -81,7 +80,7 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--input-rate",
-    envvar=f"{_ENV}INPUT_RATE",
+    envvar=env.INPUT_RATE_ENV,
     type=float,
     default=200.0,
     show_default=True,
@@ -89,7 +88,7 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--initial-offset",
-    envvar=f"{_ENV}INITIAL_OFFSET",
+    envvar=env.INITIAL_OFFSET_ENV,
     type=int,
     default=100_000,
     show_default=True,
@@ -97,7 +96,7 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--changelog-epoch",
-    envvar=f"{_ENV}CHANGELOG_EPOCH",
+    envvar=env.CHANGELOG_EPOCH_ENV,
     type=float,
     default=None,
     help="Unix time at which the changelogs held --initial-offset records; all pods must share it "
@@ -105,22 +104,22 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--stateless-subtopologies",
-    envvar=f"{_ENV}STATELESS_SUBTOPOLOGIES",
+    envvar=env.STATELESS_SUBTOPOLOGIES_ENV,
     default="",
     callback=_csv,
     help="Comma-separated subtopologies whose tasks have no state (nothing to restore, no lag).",
 )
 @click.option(
     "--record-file",
-    envvar=f"{_ENV}RECORD_FILE",
+    envvar=env.RECORD_FILE_ENV,
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Append the processing intervals and restorations to this JSON-lines file.",
 )
-@click.option("--tick-seconds", envvar=f"{_ENV}TICK_SECONDS", type=float, default=0.1, show_default=True)
+@click.option("--tick-seconds", envvar=env.TICK_SECONDS_ENV, type=float, default=0.1, show_default=True)
 @click.option(
     "--lease-seconds",
-    envvar=f"{_ENV}LEASE_SECONDS",
+    envvar=env.LEASE_SECONDS_ENV,
     type=float,
     default=0.5,
     show_default=True,
@@ -128,12 +127,12 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--parent-pid",
-    envvar=f"{_ENV}PARENT_PID",
+    envvar=env.PARENT_PID_ENV,
     type=int,
     default=None,
     help="Exit as soon as this process is no longer the parent.",
 )
-@click.option("--log-level", envvar=f"{_ENV}LOG_LEVEL", default="INFO", show_default=True)
+@click.option("--log-level", envvar=env.LOG_LEVEL_ENV, default="INFO", show_default=True)
 def worker_command(
     pod: str,
     namespace: str,

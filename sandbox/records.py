@@ -11,9 +11,12 @@ One JSON object per line, appended by every worker of a sandbox to one shared fi
 - `restored` {task, role, fromOffset, toOffset, seconds}: a replica caught up with the changelog, having
   restored `toOffset - fromOffset` records (`fromOffset > 0`: the state survived, it was not rebuilt).
 - `leaving` {value}: the worker saw its pod marked leaving.
+- `exited` {code}: written by the kubelet stand-in once it has seen the process `pid` dead (killed, crashed
+  or stopped); nothing of that process can have happened after `at`.
 
-A processing interval is a lease, cut short by its release if there is one. Processes, not pod names, are
-the unit: a pod restarted after a crash is a new `pid`, and two processes may never hold one task at once.
+A processing interval is a lease, cut short by its release and by its process's exit, if any. Processes,
+not pod names, are the unit: a pod restarted after a crash is a new `pid`, and two processes may never hold
+one task at once.
 """
 
 from __future__ import annotations
@@ -83,15 +86,22 @@ class Interval:
 
 
 def processing_intervals(records: Iterable[Record]) -> list[Interval]:
-    """The leases in the records, each cut short by its release; sorted by task, then start."""
+    """The leases in the records, each cut short by its release and its process's exit; sorted by task,
+    then start."""
     ends: dict[tuple[str, int, str, float], float] = {}
+    exits: dict[tuple[str, int], float] = {}
     for record in records:
-        if record.get("kind") not in ("lease", "release"):
-            continue
-        key = (str(record["pod"]), int(record["pid"]), str(record["task"]), float(record["start"]))
-        end = float(record["end"])
-        ends[key] = min(end, ends.get(key, end))
-    return sorted(Interval(task, start, end, pod, pid) for (pod, pid, task, start), end in ends.items())
+        kind = record.get("kind")
+        if kind == "exited":
+            exits[str(record["pod"]), int(record["pid"])] = float(record["at"])
+        elif kind in ("lease", "release"):
+            key = (str(record["pod"]), int(record["pid"]), str(record["task"]), float(record["start"]))
+            end = float(record["end"])
+            ends[key] = min(end, ends.get(key, end))
+    return sorted(
+        Interval(task, start, max(start, min(end, exits.get((pod, pid), end))), pod, pid)
+        for (pod, pid, task, start), end in ends.items()
+    )
 
 
 def overlaps(intervals: Iterable[Interval]) -> list[tuple[Interval, Interval]]:

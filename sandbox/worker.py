@@ -153,6 +153,7 @@ class SampleWorker(TaskListener):
             task.budget = 0.0  # no credit for records that did not exist yet
             if not task.caught_up:
                 task.caught_up = True
+                self.store.save(task.state)  # a checkpoint: a crash from here on keeps what was restored
                 self.records.write(
                     "restored",
                     task=name,

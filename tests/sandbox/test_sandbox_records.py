@@ -74,6 +74,8 @@ def test_a_release_cuts_its_lease_short_and_only_other_processes_overlap() -> No
     assert overlaps(processing_intervals(restarted_too_early)) == [
         (Interval("0_0", 10.7, 11.2, "b", 1), Interval("0_0", 11.0, 11.5, "a", 2))
     ]
+    b_killed = [*restarted_too_early, {"kind": "exited", "pod": "b", "pid": 1, "at": 10.95, "code": -9}]
+    assert overlaps(processing_intervals(b_killed)) == []  # a dead process processes nothing
 
 
 def test_longest_gaps_measure_how_long_a_task_went_unprocessed() -> None:

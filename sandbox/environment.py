@@ -1,0 +1,26 @@
+"""The environment variables of `smoothscale worker` beyond Contract 3's (`smoothscale.client.contract`).
+
+The kubelet stand-in sets them for every worker it starts and the command reads them, so both use these
+names. A light module on purpose: `smoothscale --help` imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+KUBECONFIG_ENV: Final = "SMOOTHSCALE_KUBECONFIG"
+ASSIGNMENT_DIR_ENV: Final = "SMOOTHSCALE_ASSIGNMENT_DIR"
+STATE_DIR_ENV: Final = "SMOOTHSCALE_STATE_DIR"
+METRICS_HOST_ENV: Final = "SMOOTHSCALE_METRICS_HOST"
+METRICS_PORT_ENV: Final = "SMOOTHSCALE_METRICS_PORT"
+RESTORE_RATE_ENV: Final = "SMOOTHSCALE_RESTORE_RATE"
+PROCESS_RATE_ENV: Final = "SMOOTHSCALE_PROCESS_RATE"
+INPUT_RATE_ENV: Final = "SMOOTHSCALE_INPUT_RATE"
+INITIAL_OFFSET_ENV: Final = "SMOOTHSCALE_INITIAL_OFFSET"
+CHANGELOG_EPOCH_ENV: Final = "SMOOTHSCALE_CHANGELOG_EPOCH"
+STATELESS_SUBTOPOLOGIES_ENV: Final = "SMOOTHSCALE_STATELESS_SUBTOPOLOGIES"
+RECORD_FILE_ENV: Final = "SMOOTHSCALE_RECORD_FILE"
+TICK_SECONDS_ENV: Final = "SMOOTHSCALE_TICK_SECONDS"
+LEASE_SECONDS_ENV: Final = "SMOOTHSCALE_LEASE_SECONDS"
+PARENT_PID_ENV: Final = "SMOOTHSCALE_PARENT_PID"
+LOG_LEVEL_ENV: Final = "SMOOTHSCALE_LOG_LEVEL"

@@ -1,0 +1,111 @@
+"""What the kubelet stand-in reads from a pod and its StreamsApp to run the pod's sample worker.
+
+Pure functions of the objects, so that they are tested as data. The stand-in runs `smoothscale worker` for
+the pod's first container whatever its image and command say; everything else follows the pod: the
+container's environment (plain values and the usual `fieldRef`s), the state volume (a claim or an
+emptyDir), the restart policy, the grace period, and the app's metrics port, path and stateless
+subtopologies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from smoothscale.client import contract
+
+Body = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """What the worker must know of its StreamsApp: where the operator scrapes, which tasks are stateless."""
+
+    metrics_port: int = contract.DEFAULT_METRICS_PORT
+    metrics_path: str = contract.DEFAULT_METRICS_PATH
+    stateless_subtopologies: frozenset[str] = frozenset()
+
+
+def app_settings(streamsapp: Body | None) -> AppSettings:
+    """The settings of a StreamsApp object (defaults when there is none, e.g. a pod created by hand)."""
+    spec = (streamsapp or {}).get("spec") or {}
+    metrics = spec.get("metrics") or {}
+    subtopologies = (spec.get("topology") or {}).get("subtopologies") or []
+    return AppSettings(
+        metrics_port=int(metrics.get("port") or contract.DEFAULT_METRICS_PORT),
+        metrics_path=str(metrics.get("path") or contract.DEFAULT_METRICS_PATH),
+        stateless_subtopologies=frozenset(
+            str(sub["name"]) for sub in subtopologies if sub.get("stateful", True) is False and "name" in sub
+        ),
+    )
+
+
+def container_env(pod: Body, pod_ip: str) -> dict[str, str]:
+    """The first container's environment: `value`s, and `fieldRef`s to the pod's metadata, node and IP."""
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    env: dict[str, str] = {}
+    for variable in containers[0].get("env") or []:
+        name = variable.get("name")
+        if not name:
+            continue
+        if "value" in variable:
+            env[name] = str(variable["value"])
+            continue
+        field_path = ((variable.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        value = _field(pod, str(field_path), pod_ip) if field_path else None
+        if value is not None:
+            env[name] = value
+    return env
+
+
+def _field(pod: Body, path: str, pod_ip: str) -> str | None:
+    metadata = pod.get("metadata") or {}
+    simple = {
+        "metadata.name": metadata.get("name"),
+        "metadata.namespace": metadata.get("namespace"),
+        "metadata.uid": metadata.get("uid"),
+        "spec.nodeName": (pod.get("spec") or {}).get("nodeName"),
+        "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName"),
+        "status.podIP": pod_ip,
+        "status.hostIP": "127.0.0.1",
+    }
+    if path in simple:
+        value = simple[path]
+        return None if value is None else str(value)
+    for prefix, key in (("metadata.labels", "labels"), ("metadata.annotations", "annotations")):
+        if path.startswith(prefix + "['") and path.endswith("']"):
+            found = (metadata.get(key) or {}).get(path[len(prefix) + 2 : -2])
+            return None if found is None else str(found)
+    return None
+
+
+@dataclass(frozen=True)
+class StateVolume:
+    """The pod's state volume: a PersistentVolumeClaim (`claim`), or an emptyDir that dies with the pod."""
+
+    claim: str | None
+
+
+def state_volume(pod: Body) -> StateVolume:
+    """The volume named `state` (Contract 3), else the pod's first claim, else an emptyDir."""
+    volumes = (pod.get("spec") or {}).get("volumes") or []
+    named = [v for v in volumes if v.get("name") == contract.STATE_VOLUME]
+    claims = [v for v in volumes if v.get("persistentVolumeClaim")]
+    for volume in named or claims:
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        return StateVolume(claim=str(claim) if claim else None)
+    return StateVolume(claim=None)
+
+
+def restarts_after(pod: Body, exit_code: int) -> bool:
+    """Whether the pod's `restartPolicy` (Always by default, OnFailure, Never) restarts a container that
+    exited with `exit_code`; one that is not restarted ends the pod."""
+    policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+    return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+
+
+def grace_seconds(pod: Body, cap: float) -> float:
+    """`terminationGracePeriodSeconds` (30 by default), capped so that a sandbox stays quick."""
+    grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return min(cap, float(30 if grace is None else grace))

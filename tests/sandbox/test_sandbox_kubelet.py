@@ -1,0 +1,168 @@
+"""The kubelet stand-in with real worker processes: binding, IPs, readiness, crashes, deletion, no orphans."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
+
+from smoothscale.client import contract
+from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.sandbox.addresses import random_block
+from smoothscale.sandbox.kubelet import FINALIZER, Kubelet
+from smoothscale.sandbox.records import read_records
+
+APP = "orders"
+PORT = 9400
+FAST = {
+    "SMOOTHSCALE_INITIAL_OFFSET": "2000",
+    "SMOOTHSCALE_TICK_SECONDS": "0.05",
+    "SMOOTHSCALE_LOG_LEVEL": "WARNING",
+}
+
+
+@pytest.fixture()
+def kubelet(cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_path: Path) -> Iterator[Kubelet]:
+    custom = kubernetes.client.CustomObjectsApi(core.api_client)
+    app = {
+        "apiVersion": "smoothscale.io/v1alpha1",
+        "kind": "StreamsApp",
+        "metadata": {"name": APP},
+        "spec": {"replicas": 0, "metrics": {"port": PORT}},
+    }
+    custom.create_namespaced_custom_object("smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", app)
+    with Kubelet(
+        cluster.kubeconfig,
+        tmp_path / "sandbox",
+        record_file=tmp_path / "records.jsonl",
+        worker_env=FAST,
+        first_address=random_block(),
+        restart_backoff_seconds=0.1,
+    ) as running:
+        yield running
+
+
+def _pod(name: str, claim: str | None = None, **spec: Any) -> dict[str, Any]:
+    volumes = [{"name": "state", "persistentVolumeClaim": {"claimName": claim}}] if claim else []
+    return {
+        "metadata": {"name": name, "labels": {contract.APP_LABEL: APP}},
+        "spec": {"containers": [{"name": "app", "image": "example/orders:1"}], "volumes": volumes, **spec},
+    }
+
+
+def _claim(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+def _ready(core: kubernetes.client.CoreV1Api, name: str) -> Any:
+    pod = core.read_namespaced_pod(name, NAMESPACE)
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return pod if any(c.type == "Ready" and c.status == "True" for c in conditions) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _records(tmp_path: Path, kind: str, pod: str) -> list[dict[str, Any]]:
+    return [r for r in read_records(tmp_path / "records.jsonl") if r["kind"] == kind and r["pod"] == pod]
+
+
+def test_pods_get_a_zone_node_an_ip_of_their_own_and_a_ready_worker(
+    kubelet: Kubelet, core: kubernetes.client.CoreV1Api
+) -> None:
+    nodes = {node.metadata.name: node.metadata.labels[contract.ZONE_LABEL] for node in core.list_node().items}
+    assert nodes == {"sandbox-zone-a": "zone-a", "sandbox-zone-b": "zone-b", "sandbox-zone-c": "zone-c"}
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-0", nodeSelector={contract.ZONE_LABEL: "zone-c"}))
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-1"))
+    pods = [eventually(lambda name=name: _ready(core, name), timeout=30) for name in ("orders-0", "orders-1")]
+
+    assert [pod.spec.node_name for pod in pods] == ["sandbox-zone-c", "sandbox-zone-a"]
+    ips = [pod.status.pod_ip for pod in pods]
+    assert len(set(ips)) == 2 and all(ip.startswith("127.") for ip in ips)
+    assert {pod.status.phase for pod in pods} == {"Running"}
+    assert all(FINALIZER in pod.metadata.finalizers for pod in pods)
+    for ip in ips:  # the operator's scrape: the pod's IP, the app's port
+        with urllib.request.urlopen(f"http://{ip}:{PORT}/metrics", timeout=5) as response:
+            assert contract.GENERATION_METRIC in response.read().decode()
+    assert set(kubelet.worker_pids()) == {"default/orders-0", "default/orders-1"}
+
+
+def test_a_crash_restarts_the_worker_in_place_with_or_without_its_volume(
+    kubelet: Kubelet, core: kubernetes.client.CoreV1Api, tmp_path: Path
+) -> None:
+    core.create_namespaced_persistent_volume_claim(NAMESPACE, _claim("orders-state-0"))
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-0", claim="orders-state-0"))
+    publish(core, APP, configmap_body(APP, publication(1, **{"orders-0": {"active": ["0_0"]}})))
+    ip = eventually(lambda: _ready(core, "orders-0"), timeout=30).status.pod_ip
+    eventually(lambda: _records(tmp_path, "lease", "orders-0"), timeout=20)
+    assert core.read_namespaced_persistent_volume_claim("orders-state-0", NAMESPACE).status.phase == "Bound"
+
+    first = kubelet.crash("orders-0")
+    assert not _alive(first)
+    eventually(lambda: len(_records(tmp_path, "started", "orders-0")) == 2, timeout=20)
+    assert _records(tmp_path, "started", "orders-0")[-1]["tasks"]["0_0"] >= 2000  # the volume survived
+    pod = eventually(lambda: _ready(core, "orders-0"), timeout=20)
+    assert pod.status.container_statuses[0].restart_count == 1 and pod.status.pod_ip == ip
+
+    kubelet.crash("orders-0", lose_volume=True)
+    eventually(lambda: len(_records(tmp_path, "started", "orders-0")) == 3, timeout=20)
+    assert _records(tmp_path, "started", "orders-0")[-1]["tasks"] == {}  # rebuilt from nothing
+    assert [r["code"] for r in _records(tmp_path, "exited", "orders-0")] == [-9, -9]
+
+    kubelet.crash("orders-0", fail=True)
+    failed = eventually(lambda: core.read_namespaced_pod("orders-0", NAMESPACE).status.phase == "Failed")
+    assert failed and "default/orders-0" not in kubelet.worker_pids()
+
+
+def test_deletion_stops_the_worker_before_the_pod_goes_and_claims_outlive_pods(
+    kubelet: Kubelet, core: kubernetes.client.CoreV1Api, tmp_path: Path
+) -> None:
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-0", claim="orders-state-0"))
+    assert eventually(lambda: core.read_namespaced_pod("orders-0", NAMESPACE).spec.node_name)
+    assert not kubelet.worker_pids()  # Pending: its claim does not exist yet
+    core.create_namespaced_persistent_volume_claim(NAMESPACE, _claim("orders-state-0"))
+    publish(core, APP, configmap_body(APP, publication(1, **{"orders-0": {"standby": ["0_0"]}})))
+    eventually(lambda: _records(tmp_path, "restored", "orders-0"), timeout=30)
+    pid = kubelet.worker_pids()["default/orders-0"]
+
+    core.delete_namespaced_pod("orders-0", NAMESPACE)
+    terminating = core.read_namespaced_pod("orders-0", NAMESPACE)  # held by the finalizer ...
+    assert terminating.metadata.deletion_timestamp is not None
+    eventually(lambda: not core.list_namespaced_pod(NAMESPACE).items, timeout=15)
+    assert not _alive(pid)  # ... until its worker was gone
+    assert _records(tmp_path, "exited", "orders-0")[-1]["pid"] == pid
+    volume = kubelet.claim_dir("orders-state-0")
+    assert (volume / "0_0" / "state.json").exists()
+
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-0", claim="orders-state-0"))
+    eventually(lambda: len(_records(tmp_path, "started", "orders-0")) == 2, timeout=30)
+    assert _records(tmp_path, "started", "orders-0")[-1]["tasks"]["0_0"] > 0
+    core.delete_namespaced_pod("orders-0", NAMESPACE)
+    core.delete_namespaced_persistent_volume_claim("orders-state-0", NAMESPACE)
+    eventually(lambda: not volume.exists(), timeout=15)
+
+
+def test_close_stops_every_worker_and_releases_every_pod(
+    cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_path: Path
+) -> None:
+    with Kubelet(
+        cluster.kubeconfig, tmp_path / "sandbox", worker_env=FAST, first_address=random_block()
+    ) as kubelet:
+        for name in ("orders-0", "orders-1"):
+            core.create_namespaced_pod(NAMESPACE, _pod(name))
+        eventually(lambda: len(kubelet.worker_pids()) == 2, timeout=30)
+        pids = list(kubelet.worker_pids().values())
+    assert not any(_alive(pid) for pid in pids)
+    assert all(not pod.metadata.finalizers for pod in core.list_namespaced_pod(NAMESPACE).items)

@@ -1,0 +1,120 @@
+"""The kubelet stand-in's pure parts: zone choice, the worker's environment and volume, loopback addresses."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from smoothscale.client import contract
+from smoothscale.sandbox.addresses import LoopbackAddresses, random_block
+from smoothscale.sandbox.podspec import (
+    AppSettings,
+    app_settings,
+    container_env,
+    grace_seconds,
+    restarts_after,
+    state_volume,
+)
+from smoothscale.sandbox.scheduling import accepted_zones, choose_zone
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def _affinity(*expressions: dict[str, Any]) -> dict[str, Any]:
+    term = {"matchExpressions": list(expressions)}
+    required = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    return {"affinity": {"nodeAffinity": required}}
+
+
+def test_zones_follow_node_selector_and_required_affinity_else_the_least_loaded() -> None:
+    assert choose_zone({}, ZONES, {"zone-a": 2, "zone-b": 1, "zone-c": 1}) == "zone-b"
+    assert choose_zone({"nodeSelector": {contract.ZONE_LABEL: "zone-c"}}, ZONES, {"zone-c": 9}) == "zone-c"
+    assert choose_zone({"nodeSelector": {contract.ZONE_LABEL: "zone-x"}}, ZONES, {}) is None
+    not_a = _affinity({"key": contract.ZONE_LABEL, "operator": "NotIn", "values": ["zone-a"]})
+    assert accepted_zones(not_a, ZONES) == ["zone-b", "zone-c"]
+    only_b = _affinity(
+        {"key": contract.ZONE_LABEL, "operator": "In", "values": ["zone-b"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    )
+    assert accepted_zones(only_b, ZONES) == ["zone-b"]
+    assert accepted_zones(_affinity({"key": contract.ZONE_LABEL, "operator": "DoesNotExist"}), ZONES) == []
+
+
+def test_the_container_environment_resolves_values_and_field_references() -> None:
+    pod = {
+        "metadata": {"name": "orders-2", "namespace": "shop", "uid": "u-1", "labels": {"team": "payments"}},
+        "spec": {
+            "nodeName": "sandbox-zone-a",
+            "containers": [
+                {
+                    "name": "app",
+                    "env": [
+                        {"name": "PLAIN", "value": "1"},
+                        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                        {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                        {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                        {"name": "TEAM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['team']"}}},
+                        {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+                    ],
+                },
+                {"name": "sidecar", "env": [{"name": "IGNORED", "value": "x"}]},
+            ],
+        },
+    }
+    assert container_env(pod, "127.0.0.9") == {
+        "PLAIN": "1",
+        "POD": "orders-2",
+        "NS": "shop",
+        "IP": "127.0.0.9",
+        "TEAM": "payments",
+    }
+
+
+def test_state_volume_restart_policy_grace_and_app_settings() -> None:
+    claim = {"name": "state", "persistentVolumeClaim": {"claimName": "orders-state-1"}}
+    assert (
+        state_volume({"spec": {"volumes": [{"name": "x", "emptyDir": {}}, claim]}}).claim == "orders-state-1"
+    )
+    assert state_volume({"spec": {"volumes": [{"name": "state", "emptyDir": {}}]}}).claim is None
+    assert state_volume({"spec": {}}).claim is None
+    assert restarts_after({"spec": {}}, 0) and restarts_after({"spec": {"restartPolicy": "OnFailure"}}, 1)
+    assert not restarts_after({"spec": {"restartPolicy": "OnFailure"}}, 0)
+    assert not restarts_after({"spec": {"restartPolicy": "Never"}}, 137)
+    assert (
+        grace_seconds({"spec": {}}, cap=5) == 5
+        and grace_seconds({"spec": {"terminationGracePeriodSeconds": 1}}, 5) == 1
+    )
+    app = {
+        "spec": {
+            "metrics": {"port": 9400, "path": "/prom"},
+            "topology": {
+                "subtopologies": [{"name": "0", "stateful": False}, {"name": "1", "stateful": True}]
+            },
+        }
+    }
+    assert app_settings(app) == AppSettings(9400, "/prom", frozenset({"0"}))
+    assert app_settings(None) == AppSettings()
+
+
+def test_loopback_addresses_are_never_reused_and_skip_busy_ones() -> None:
+    first = random_block()
+    addresses = LoopbackAddresses(first)
+    busy_host = addresses.allocate(0)
+    with socket.socket() as busy:
+        busy.bind((_next_address(busy_host), 0))
+        port = busy.getsockname()[1]
+        busy.listen()
+        assert addresses.allocate(port) == _next_address(_next_address(busy_host))
+    assert LoopbackAddresses("127.0.0.254").allocate(0) == "127.0.0.254"
+    skipping = LoopbackAddresses("127.0.0.255")
+    assert skipping.allocate(0) == "127.0.1.1"
+    with pytest.raises(ValueError, match="loopback"):
+        LoopbackAddresses("10.0.0.1")
+
+
+def _next_address(address: str) -> str:
+    octets = [int(part) for part in address.split(".")]
+    octets[-1] += 1
+    return ".".join(map(str, octets))
