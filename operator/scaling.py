@@ -16,7 +16,8 @@ template): `replicas` pods of the current template revision that are not leaving
   every pod is ready and the assignment is settled, so each restarted pod is caught up before the next goes.
 
 A pod name is reused only when the published assignment holds nothing for it: a new pod never starts with
-tasks meant for the pod that had its name.
+tasks meant for the pod that had its name. The lowest free ordinal is always the one used, so a lost or
+restarted pod comes back under its own name and finds its claim again.
 """
 
 from __future__ import annotations
@@ -203,17 +204,21 @@ def _restart(
 
 
 def _free_ordinals(given: PodSetInput, count: int) -> list[int]:
-    """The lowest ordinals no pod has (deleted ones until they are gone) and no published task names."""
-    taken = {p.ordinal for p in given.pods if p.ordinal is not None}
-    for pod in given.holding:
-        ordinal = names.ordinal_of(given.app, pod)
-        if ordinal is not None:
-            taken.add(ordinal)
+    """The `count` lowest ordinals no pod has (a deleted one keeps its ordinal until it is gone).
+
+    An ordinal the published assignment still names is not skipped but waited for: the pod it would get
+    is created once a generation no longer names it (a round later), so that a lost or restarted pod comes
+    back under its own name, with its own claim.
+    """
+    existing = {p.ordinal for p in given.pods if p.ordinal is not None}
+    named = {names.ordinal_of(given.app, pod) for pod in given.holding}
     out: list[int] = []
     candidate = 0
-    while len(out) < count:
-        if candidate not in taken:
-            out.append(candidate)
+    while count > 0:
+        if candidate not in existing:
+            count -= 1
+            if candidate not in named:
+                out.append(candidate)
         candidate += 1
     return out
 

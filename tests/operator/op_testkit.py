@@ -135,6 +135,13 @@ class FakeCluster:
         if self._error is not None and exc[0] is None:
             raise self._error
 
+    def drop_unheld_state(self) -> None:
+        """Pods delete the state of tasks they no longer hold (Kafka Streams' state cleanup)."""
+        with self.lock:
+            for pod in self.pods.values():
+                held = pod.active | pod.standby | pod.warmup
+                pod.lags = {task: lag for task, lag in pod.lags.items() if task in held}
+
     def pod(self, name: str) -> FakePod:
         return wait_for(lambda: self.pods.get(name), what=f"fake pod {name}")
 

@@ -22,8 +22,85 @@ def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeClust
         assert status["assignment"]["configMap"] == "orders-assignment"
         assert status["assignment"]["activeTasks"] == 6
         assert status["assignment"]["standbyTasks"] == 6
+        assert status["observedGeneration"] == kube.app()["metadata"]["generation"]
+        assert all(c["observedGeneration"] == status["observedGeneration"] for c in status["conditions"])
         pod = kube.pods()["orders-0"]
         assert pod.metadata.labels["app.kubernetes.io/managed-by"] == "smoothscale"
         assert pod.metadata.labels["smoothscale.io/revision"]
         assert pod.metadata.owner_references[0].kind == "StreamsApp"
         assert "PodsCreated" in kube.reasons()
+
+
+def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeCluster, run_operator) -> None:
+    with run_operator():
+        kube.apply(streamsapp(replicas=3, partitions=6))
+        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
+        fake.restore_rate = 60_000  # about 2 s to restore a task
+        kube.patch_app("orders", {"spec": {"replicas": 5}})
+
+        def warming() -> bool:
+            published = kube.publication()
+            new = [published.assignment.get(p) for p in ("orders-3", "orders-4")] if published else []
+            return all(a is not None and a.warmup and not a.active for a in new)
+
+        wait_for(warming, what="warmups on the new pods, no actives yet")
+        assert actives(kube.publication()) == actives(before)  # nothing moved yet
+        migrating = kube.condition("Migrating")
+        assert migrating["status"] == "True" and migrating["reason"] == "WarmupsRestoring"
+        assert kube.status()["phase"] == "Migrating"
+
+        wait_for(lambda: balanced(kube.publication(), 5, 6), timeout=30, what="balance on 5 pods")
+        wait_for(lambda: kube.condition("Stable").get("status") == "True", what="Stable")
+        assert {"WarmupsStarted", "HandOverStarted", "TasksMoved"} <= kube.reasons()
+        assert kube.condition("Migrating")["status"] == "False"
+
+
+def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
+    kube: Kubectl, fake: FakeCluster, run_operator
+) -> None:
+    with run_operator():
+        kube.apply(streamsapp(replicas=5, partitions=10))
+        wait_for(lambda: balanced(kube.publication(), 5, 10), what="balance on 5")
+        fake.restore_rate = 100_000
+        for name in ("orders-3", "orders-4"):
+            fake.pod(name).hold = True  # slow to let go: the hand-over must wait for them
+        kube.patch_app("orders", {"spec": {"replicas": 3}})
+
+        def leaving() -> set[str]:
+            return {x["pod"] for x in kube.status().get("leaving", [])}
+
+        assert wait_for(lambda: leaving() == {"orders-3", "orders-4"}, what="status.leaving")
+        pods = kube.pods()
+        assert pods["orders-3"].metadata.annotations["smoothscale.io/leaving-reason"] == "ScaleDown"
+        assert kube.condition("ScalingDown")["status"] == "True"
+        wait_for(lambda: kube.publication() and kube.publication().revoking, what="revocations in flight")
+        assert set(kube.pods()) == {f"orders-{i}" for i in range(5)}  # kept while they hold tasks
+        for name in ("orders-3", "orders-4"):
+            fake.pod(name).hold = False
+        wait_for(lambda: set(kube.pods()) == {"orders-0", "orders-1", "orders-2"}, timeout=30, what="retired")
+        wait_for(lambda: balanced(kube.publication(), 3, 10), what="balance on 3")
+        wait_for(lambda: kube.condition("ScalingDown").get("status") == "False", what="ScalingDown False")
+        assert {"PodLeaving", "PodRetired"} <= kube.reasons()
+
+
+def test_scale_down_timeout_hands_tasks_to_the_most_caught_up_pods(
+    kube: Kubectl, fake: FakeCluster, run_operator
+) -> None:
+    with run_operator():
+        kube.apply(streamsapp(replicas=4, partitions=8, standbys=0, scaling={"scaleDownTimeout": "2s"}))
+        wait_for(lambda: balanced(kube.publication(), 4, 8), what="balance on 4")
+        wait_for(lambda: kube.condition("Stable").get("status") == "True", what="Stable")
+        fake.drop_unheld_state()
+        fake.restore_rate = 100  # nobody catches up within the timeout
+        kube.patch_app("orders", {"spec": {"replicas": 2}})
+        leaving = wait_for(lambda: kube.status().get("leaving"), what="status.leaving")
+        assert all(x["deadline"] for x in leaving)
+        wait_for(
+            lambda: set(kube.pods()) == {"orders-0", "orders-1"}, timeout=20, what="timed out pods deleted"
+        )
+        published = wait_for(
+            lambda: balanced(kube.publication(), 2, 8) and kube.publication(), what="all on 2"
+        )
+        assert set(actives(published).values()) == {"orders-0", "orders-1"}
+        retired = [m for _, reason, m in kube.events() if reason == "PodRetired"]
+        assert any("timeout expired" in m for m in retired), retired

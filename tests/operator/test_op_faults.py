@@ -1,0 +1,98 @@
+"""Faults: a pod lost, a pod whose metrics are missing or garbage, a spec the operator cannot honour."""
+
+from __future__ import annotations
+
+import time
+
+from op_testkit import FakeCluster, Kubectl, actives, balanced, streamsapp, wait_for
+
+
+def test_a_lost_pod_is_replaced_under_its_name_after_its_tasks_moved(
+    kube: Kubectl, fake: FakeCluster, run_operator
+) -> None:
+    with run_operator():
+        kube.apply(streamsapp(replicas=3, partitions=6))
+        wait_for(lambda: balanced(kube.publication(), 3, 6), what="balance")
+        wait_for(lambda: kube.condition("Stable").get("status") == "True", what="Stable")
+        uid = kube.pods()["orders-1"].metadata.uid
+        kube.delete_pod("orders-1")
+
+        wait_for(lambda: "PodLost" in kube.reasons(), what="a PodLost event")
+        wait_for(
+            lambda: "orders-1" in kube.pods() and kube.pods()["orders-1"].metadata.uid != uid,
+            what="orders-1 recreated",
+        )
+        published = wait_for(
+            lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance"
+        )
+        assert set(actives(published).values()) == {"orders-0", "orders-1", "orders-2"}
+
+
+def test_a_pod_without_metrics_holds_planning_and_degrades_the_app(
+    kube: Kubectl, fake: FakeCluster, run_operator
+) -> None:
+    with run_operator():
+        kube.apply(streamsapp(replicas=3, partitions=6))
+        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
+        fake.pod("orders-1").mode = "down"
+
+        degraded = wait_for(
+            lambda: kube.condition("Degraded").get("status") == "True" and kube.condition("Degraded")
+        )
+        assert degraded["reason"] == "MetricsUnavailable" and "orders-1" in degraded["message"]
+        assert kube.status()["phase"] == "Degraded"
+        assert "MetricsUnavailable" in kube.reasons()
+
+        kube.patch_app("orders", {"spec": {"replicas": 4}})
+        wait_for(lambda: "orders-3" in kube.pods(), what="the new pod is still created")
+        time.sleep(1.5)  # several rounds: none may plan while orders-1's data is missing
+        held = kube.publication()
+        assert held is not None and held.generation == before.generation
+        assert "planning held" in kube.condition("Degraded")["message"]
+
+        fake.pod("orders-1").mode = "ok"
+        wait_for(lambda: balanced(kube.publication(), 4, 6), timeout=30, what="balance on 4")
+        wait_for(lambda: kube.condition("Degraded").get("status") == "False", what="Degraded False")
+        assert "MetricsRecovered" in kube.reasons()
+
+
+def test_garbage_metrics_are_reported_not_trusted(kube: Kubectl, fake: FakeCluster, run_operator) -> None:
+    with run_operator() as context:
+        kube.apply(streamsapp(replicas=2, partitions=4))
+        wait_for(lambda: balanced(kube.publication(), 2, 4), what="balance")
+        fake.pod("orders-0").mode = "garbage"
+        degraded = wait_for(
+            lambda: kube.condition("Degraded").get("status") == "True" and kube.condition("Degraded")
+        )
+        assert "InvalidMetrics" in degraded["message"]
+        text = context.metrics.exposition().decode()
+        assert (
+            'smoothscale_operator_scrape_failures_total{app="orders",namespace="default",reason="InvalidMetrics"}'
+            in text
+        )
+
+
+def test_an_invalid_spec_freezes_the_app_on_its_last_good_assignment(
+    kube: Kubectl, fake: FakeCluster, run_operator
+) -> None:
+    with run_operator():
+        kube.apply(streamsapp(replicas=3, partitions=6))
+        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
+        kube.patch_app("orders", {"spec": {"replicas": 5, "assignment": {"probingInterval": "0s"}}})
+
+        invalid = wait_for(
+            lambda: kube.condition("InvalidSpec").get("status") == "True" and kube.condition("InvalidSpec")
+        )
+        assert "spec.assignment.probingInterval" in invalid["message"]
+        assert invalid["observedGeneration"] == kube.app()["metadata"]["generation"]
+        assert kube.status()["phase"] == "Invalid"
+        warnings = [m for kind, reason, m in kube.events() if reason == "InvalidSpec" and kind == "Warning"]
+        assert warnings and "probingInterval" in warnings[0]
+        time.sleep(1.0)
+        assert len(kube.pods()) == 3, "no pod changes while the spec is invalid"
+        assert kube.publication() == before, "the last good assignment keeps running"
+
+        kube.patch_app("orders", {"spec": {"assignment": {"probingInterval": "1m"}}})
+        wait_for(lambda: kube.condition("InvalidSpec").get("status") == "False", what="valid again")
+        wait_for(lambda: balanced(kube.publication(), 5, 6), timeout=30, what="balance on 5")
+        assert "SpecValid" in kube.reasons()
