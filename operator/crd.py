@@ -2,7 +2,7 @@
 
 Generated rather than written by hand so that the schema the API server enforces and the models the operator
 parses with cannot drift apart; `crds/streamsapp.yaml` is this module's output, checked in for `kubectl
-apply` and the Helm chart, and a test fails when it is stale.
+apply` and, as the same file, in the Helm chart's `crds/`; tests fail when either copy is stale.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from .resource.status import StreamsAppStatus
 
 __all__ = ["REGENERATE_COMMAND", "build_crd", "crd_yaml", "openapi_schema"]
 
-REGENERATE_COMMAND = "smoothscale crd --output crds/streamsapp.yaml"
+REGENERATE_COMMAND = (
+    "smoothscale crd --output crds/streamsapp.yaml --output charts/smoothscale/crds/streamsapp.yaml"
+)
 
 _HEADER = (
     "# The StreamsApp CustomResourceDefinition. Generated from smoothscale.operator.resource: do not edit.\n"

@@ -17,6 +17,8 @@ from typing import Any
 import aiohttp
 import kopf
 
+from . import access
+
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
@@ -57,7 +59,8 @@ def _path(base: str, name: str | None, subresource: str | None) -> str:
 
 class KubeClient:
     """JSON requests with the credentials `connection()` returns at the time of each request (kopf may log
-    in again, e.g. when a token expires)."""
+    in again, e.g. when a token expires). Only the requests `access.CLIENT_ACCESS` declares are sent: the
+    Helm chart's RBAC is derived from that table."""
 
     def __init__(self, connection: Callable[[], kopf.ConnectionInfo], *, timeout: float = 30.0) -> None:
         self._connection = connection
@@ -91,6 +94,7 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
+        access.check(method, path, params, body)
         info = self._connection()
         session = await self._session_of(info)
         headers = {"Accept": "application/json", **info.as_http_headers()}
