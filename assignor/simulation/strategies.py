@@ -1,0 +1,175 @@
+"""When to re-plan and what to publish: the three strategies the simulator compares on the same scenario.
+
+All three use the real planner and the real two-phase hand-over; they differ only in their triggers and in
+what they take from a plan:
+
+- `eager`: the stop-the-world baseline. On a membership change it re-plans and applies the plan's balanced
+  `target` at once: every pod first stops all its actives (one generation, acknowledged by every pod),
+  then the target is published and moved tasks restore before they process.
+- `kip441`: Kafka Streams' defaults. It publishes the plan's `assignment` (actives only on caught-up pods,
+  warmups toward the target) and re-plans on membership changes and on the followup probe, every
+  `probing.rebalance.interval.ms` = 10 minutes. The warmup cap and acceptable recovery lag come from the
+  scenario, whose defaults are Kafka's (2 and 10,000), so that a comparison isolates the trigger.
+- `smoothscale`: the same plans, plus a re-plan as soon as a copy that was restoring at the last plan is
+  caught up, at most once per `REPLAN_MIN_INTERVAL_SECONDS`; the probe stays as a safety net.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
+from typing import ClassVar
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import ClientAssignment, Plan, PlannerConfig
+
+KAFKA_PROBING_INTERVAL_SECONDS = 600.0
+"""Kafka Streams' default `probing.rebalance.interval.ms` (KIP-441)."""
+
+REPLAN_MIN_INTERVAL_SECONDS = 10.0
+"""smoothscale's debounce: at most one catch-up re-plan per 10 s.
+
+Why 10 s. A warmup slot that sits on a caught-up copy restores nothing, so every second between a catch-up
+and the re-plan that frees its slot costs 1/maxWarmupReplicas of the cluster's restore throughput for that
+second. With the issue's 5 M-record tasks restoring at 50 k records/s a warmup takes 100 s, so a 10 s wait
+costs at most 10% of a round, inside the 1.25 x lower-bound budget, and a shorter wait buys nothing: lags
+are only seen once per scrape (10 s by default), and the next catch-up is one restore time away, not
+seconds. A longer one would batch more catch-ups into one plan, but warmups that start together (the
+planner starts them together) finish together anyway, so batching would save few generations and cost
+idle slots. What the interval guards against is the practitioner's guide's "closely grouped rebalances":
+staggered catch-ups a few seconds apart each publishing two generations (revoke, then start) while pods
+are still applying the previous ones. `benchmarks/sim_bench.py` reports the sweep this choice rests on.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """What the operator knows at a scrape, as far as deciding to re-plan goes."""
+
+    first: bool  # no plan in memory: start-up or a restarted operator
+    membership_changed: bool  # pods joined, left, or were marked leaving since the last plan
+    probe_due: bool  # the last plan's followup probe is due
+    caught_up: int  # copies restoring at the last plan that are caught up now
+    since_last_plan: float  # seconds
+
+
+class Strategy(ABC):
+    name: ClassVar[str]
+
+    def planner_config(self, config: PlannerConfig) -> PlannerConfig:
+        return config
+
+    @abstractmethod
+    def plan_reason(self, signals: Signals) -> str | None:
+        """Why to re-plan now, or None to keep the current plan."""
+
+    def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
+        """The assignment to publish (through the hand-over) after `plan`."""
+        return dict(plan.assignment)
+
+    def is_final(self, plan: Plan) -> bool:
+        """True when publishing `desired(plan)` completes the rebalance."""
+        return plan.stable
+
+    def gate(
+        self,
+        desired: Mapping[str, ClientAssignment],
+        published: Publication,
+        acked: Mapping[str, int],
+        alive: Set[str],
+    ) -> Mapping[str, ClientAssignment]:
+        """What to aim the next generation at, given how far the last plan's publication has got."""
+        return desired
+
+
+def _membership_reason(signals: Signals) -> str | None:
+    if signals.first:
+        return "no plan yet"
+    if signals.membership_changed:
+        return "membership changed"
+    return None
+
+
+class Eager(Strategy):
+    name = "eager"
+
+    def __init__(self) -> None:
+        self._released = True  # no rebalance in progress
+
+    def plan_reason(self, signals: Signals) -> str | None:
+        return _membership_reason(signals)
+
+    def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
+        self._released = False  # every rebalance stops the world first
+        return {
+            pod: ClientAssignment(active=target.active, standby=target.standby)
+            for pod, target in plan.target.items()
+        }
+
+    def is_final(self, plan: Plan) -> bool:
+        return True
+
+    def gate(
+        self,
+        desired: Mapping[str, ClientAssignment],
+        published: Publication,
+        acked: Mapping[str, int],
+        alive: Set[str],
+    ) -> Mapping[str, ClientAssignment]:
+        if not self._released:
+            # Released once no pod may still be processing anything: nothing is published active and
+            # every pod that was told to stop has reported that generation (or is gone).
+            everyone_stopped = not published.active_owner() and all(
+                r.owner not in alive or acked.get(r.owner, -1) >= r.generation
+                for r in published.revoking.values()
+            )
+            if not everyone_stopped:
+                return {pod: a.model_copy(update={"active": []}) for pod, a in desired.items()}
+            self._released = True
+        return desired
+
+
+class Kip441(Strategy):
+    name = "kip441"
+
+    def planner_config(self, config: PlannerConfig) -> PlannerConfig:
+        return config.model_copy(update={"probing_interval_seconds": KAFKA_PROBING_INTERVAL_SECONDS})
+
+    def plan_reason(self, signals: Signals) -> str | None:
+        reason = _membership_reason(signals)
+        if reason is None and signals.probe_due:
+            reason = "probing rebalance"
+        return reason
+
+
+class Smoothscale(Strategy):
+    name = "smoothscale"
+
+    def __init__(self, min_interval_seconds: float = REPLAN_MIN_INTERVAL_SECONDS) -> None:
+        self.min_interval_seconds = min_interval_seconds
+
+    def plan_reason(self, signals: Signals) -> str | None:
+        reason = _membership_reason(signals)
+        if reason is None and signals.caught_up and signals.since_last_plan >= self.min_interval_seconds:
+            reason = f"{signals.caught_up} restoring copie(s) caught up"
+        if reason is None and signals.probe_due:
+            reason = "probe"
+        return reason
+
+
+STRATEGY_NAMES = ("eager", "kip441", "smoothscale")
+
+
+def make_strategy(name: str, replan_min_interval_seconds: float | None = None) -> Strategy:
+    if name == "eager":
+        return Eager()
+    if name == "kip441":
+        return Kip441()
+    if name == "smoothscale":
+        return Smoothscale(
+            REPLAN_MIN_INTERVAL_SECONDS
+            if replan_min_interval_seconds is None
+            else replan_min_interval_seconds
+        )
+    raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGY_NAMES)}")
