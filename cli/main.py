@@ -9,6 +9,7 @@ import click
 from smoothscale.cli.crd_command import crd_command
 from smoothscale.cli.operator_command import operator_command
 from smoothscale.cli.plan_command import plan_command
+from smoothscale.cli.simulate_command import simulate_command
 from smoothscale.cli.worker_command import worker_command
 
 
@@ -21,4 +22,5 @@ def cli() -> None:
 cli.add_command(crd_command)
 cli.add_command(operator_command)
 cli.add_command(plan_command)
+cli.add_command(simulate_command)
 cli.add_command(worker_command)
