@@ -22,13 +22,15 @@ def build_registry(context: OperatorContext) -> kopf.OperatorRegistry:
 def run(config: OperatorConfig, *, liveness_endpoint: str | None = None) -> None:
     """Run until SIGTERM/SIGINT (kopf handles the signals and the graceful stop)."""
     context = OperatorContext(config)
+    # kopf makes peering mandatory as soon as a peering name is given, even with standalone=True.
+    standalone = config.standalone
     priority = config.priority if config.priority is not None else random.randint(1, 2**31 - 1)
     kopf.run(
         registry=build_registry(context),
-        standalone=config.standalone,
         clusterwide=not config.namespaces,
         namespaces=config.namespaces,
-        priority=priority,
-        peering_name=config.peering,
         liveness_endpoint=liveness_endpoint,
+        standalone=standalone,
+        peering_name=None if standalone else config.peering,
+        priority=None if standalone else priority,
     )
