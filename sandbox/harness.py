@@ -1,0 +1,195 @@
+"""A whole cluster in one process tree: the emulated API server, the kubelet stand-in, the real operator.
+
+The demo and the end-to-end tests both run on it. The API server is served from a thread of this process
+(so that a test can reach `emulator.faults`), the operator and every pod's worker are processes of their
+own, so that each can be killed, as in a cluster, and real HTTP connects them all.
+
+The operator runs under kopf's own CLI (`kopf run --standalone -m smoothscale.operator.entry`):
+`smoothscale operator --standalone` also names a peering, which makes kopf wait for peering CRDs the
+emulator does not serve.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.client import contract, from_configmap
+from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+
+from .kubelet import DEFAULT_ZONES, Kubelet
+from .records import read_records
+
+GROUP, VERSION, PLURAL = "smoothscale.io", "v1alpha1", "streamsapps"
+OPERATOR_COMMAND = (sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces")
+OPERATOR_MODULE = "smoothscale.operator.entry"
+
+
+class Sandbox:
+    """`with Sandbox(root) as sandbox:` a running cluster; `sandbox.apply(app)` and watch it work.
+
+    Under `root`: `kubeconfig`, `records.jsonl` (the workers' record file), `journal.jsonl` (the operator's
+    event journal), `operator.log`, and the kubelet's `sandbox/` (volumes and worker logs).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        zones: Sequence[str] = DEFAULT_ZONES,
+        worker_env: Mapping[str, str] | None = None,
+        scrape_interval: float = 1.0,
+        first_address: str = "127.0.0.2",
+        api_port: int = 0,
+    ) -> None:
+        self.root = root
+        self.zones = tuple(zones)
+        self.kubeconfig = root / "kubeconfig"
+        self.record_file = root / "records.jsonl"
+        self.journal_file = root / "journal.jsonl"
+        self.operator_log = root / "operator.log"
+        self._worker_env = dict(worker_env or {})
+        self._scrape_interval = scrape_interval
+        self._first_address = first_address
+        self._emulator_thread = EmulatorThread(
+            build_emulator(bookmark_interval=1.0), port=api_port, kubeconfig=self.kubeconfig
+        )
+        self._cleanup = contextlib.ExitStack()
+        self.cluster: RunningEmulator | None = None
+        self.kubelet: Kubelet | None = None
+        self.operator: subprocess.Popen[bytes] | None = None
+        self.api: kubernetes.client.ApiClient | None = None
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._cleanup as cleanup:
+            self.cluster = cleanup.enter_context(self._emulator_thread)
+            self.api = cleanup.enter_context(
+                kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+            )
+            self.kubelet = cleanup.enter_context(
+                Kubelet(
+                    self.kubeconfig,
+                    self.root / "sandbox",
+                    zones=self.zones,
+                    record_file=self.record_file,
+                    worker_env=self._worker_env,
+                    first_address=self._first_address,
+                )
+            )
+            cleanup.callback(self.stop_operator)
+            self.start_operator()
+            self._cleanup = cleanup.pop_all()  # started: close() unwinds it
+
+    def close(self) -> None:
+        """Stop the operator, then every worker (the kubelet), then the API server."""
+        self._cleanup.close()
+
+    # -- the operator ---------------------------------------------------------------------------------------
+
+    def start_operator(self) -> None:
+        env = {
+            **os.environ,
+            "SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig),
+            "SMOOTHSCALE_STANDALONE": "true",
+            "SMOOTHSCALE_SCRAPE_INTERVAL": str(self._scrape_interval),
+            "SMOOTHSCALE_SCRAPE_TIMEOUT": str(min(2.0, self._scrape_interval)),
+            "SMOOTHSCALE_DEBOUNCE": "0.1",
+            "SMOOTHSCALE_METRICS_HOST": "127.0.0.1",
+            "SMOOTHSCALE_METRICS_PORT": "0",
+            "SMOOTHSCALE_JOURNAL_STDOUT": "false",
+            "SMOOTHSCALE_JOURNAL_FILE": str(self.journal_file),
+        }
+        with self.operator_log.open("ab") as log:
+            self.operator = subprocess.Popen(
+                [*OPERATOR_COMMAND, "-m", OPERATOR_MODULE],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a terminal's Ctrl-C goes to the demo, which stops it in order
+            )
+
+    def stop_operator(self, *, kill: bool = False) -> None:
+        """SIGTERM (kopf stops gracefully) or SIGKILL (a crash); returns once the process is gone."""
+        process, self.operator = self.operator, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    # -- reading and changing the cluster -----------------------------------------------------------------
+
+    @property
+    def core(self) -> kubernetes.client.CoreV1Api:
+        return kubernetes.client.CoreV1Api(self.api)
+
+    @property
+    def custom(self) -> kubernetes.client.CustomObjectsApi:
+        return kubernetes.client.CustomObjectsApi(self.api)
+
+    def apply(self, app: Mapping[str, Any]) -> None:
+        namespace = app["metadata"].get("namespace", "default")
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, dict(app))
+
+    def patch_app(self, name: str, patch: Mapping[str, Any], namespace: str = "default") -> None:
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, dict(patch))
+
+    def app(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        return _json(
+            self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, _preload_content=False
+            )
+        )
+
+    def pods(self, app: str, namespace: str = "default") -> list[dict[str, Any]]:
+        """The app's pods as the API returns them (plain JSON)."""
+        response = self.core.list_namespaced_pod(
+            namespace, label_selector=f"{contract.APP_LABEL}={app}", _preload_content=False
+        )
+        return list(_json(response)["items"])
+
+    def publication(self, app: str, namespace: str = "default") -> Publication | None:
+        """The generation the operator published last, or None before the first."""
+        try:
+            response = self.core.read_namespaced_config_map(
+                contract.assignment_configmap(app), namespace, _preload_content=False
+            )
+        except kubernetes.client.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return from_configmap(_json(response))
+
+    def annotate(self, pod: str, annotations: Mapping[str, str | None], namespace: str = "default") -> None:
+        self.core.patch_namespaced_pod(pod, namespace, {"metadata": {"annotations": dict(annotations)}})
+
+    def records(self) -> list[dict[str, Any]]:
+        return read_records(self.record_file)
+
+
+def _json(response: Any) -> dict[str, Any]:
+    """The body of a `_preload_content=False` response: plain JSON, as the API sent it."""
+    data: dict[str, Any] = json.loads(response.data)
+    return data
