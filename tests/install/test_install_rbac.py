@@ -18,23 +18,25 @@ ClusterRole, the rest go to a Role per namespace when `watchNamespaces` is set.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import kopf
 import pytest
+from click.testing import CliRunner
 from install_testkit import VALUE_SETS, Json, container_args, granted, of_kind, one
 from kopf._cogs.structs import references
 from kopf._core.engines import peering
 from kopf._core.intents import handlers as kopf_handlers
 
 from smoothscale.cli.operator_command import operator_command
+from smoothscale.operator import main
 from smoothscale.operator.access import CLIENT_ACCESS, Access
 from smoothscale.operator.config import OperatorConfig
+from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.emulator import build_emulator
 from smoothscale.operator.handlers import lifecycle
-from smoothscale.operator.main import build_registry
 
 Scoped = tuple[Access, bool]  # the permission, and whether its resource is namespaced
 
@@ -55,20 +57,31 @@ def discovered() -> list[references.Resource]:
 
 
 def operator_settings(args: list[str]) -> tuple[kopf.OperatorSettings, kopf.OperatorRegistry]:
-    """kopf's settings and registry for an operator started with `args`, as `operator.main.run` starts it."""
-    options = operator_command.make_context("operator", list(args)).params
-    config = OperatorConfig(
-        peering=options["peering"], standalone=options["standalone"], namespaces=options["namespaces"]
-    )
-    context = types.SimpleNamespace(config=config)  # handlers only close over it; nothing runs here
+    """kopf's settings and registry for an operator started with `args`: `smoothscale operator` parses them,
+    the real `operator.main.run` calls `kopf.run` (captured here instead of running), and the settings are
+    what kopf makes of those arguments, then what the operator's own startup handler configures."""
+    captured: dict[str, Any] = {}
+
+    def context_of(config: OperatorConfig) -> OperatorContext:
+        captured["context"] = OperatorContext(config)
+        return captured["context"]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kopf, "run", lambda **kwargs: captured.update(kwargs))
+        patch.setattr(kopf, "configure", lambda **_: None)  # logging setup: not this test's business
+        patch.setattr(main, "OperatorContext", context_of)
+        CliRunner().invoke(operator_command, [*args, "--no-journal-stdout"], catch_exceptions=False)
     settings = kopf.OperatorSettings()
-    # What kopf.run does with main.run's arguments, then the operator's own startup handler.
-    settings.peering.clusterwide = not config.namespaces
-    settings.peering.standalone = config.standalone
-    settings.peering.name = config.peering
-    settings.peering.mandatory = True
-    lifecycle.configure(settings, context)  # type: ignore[arg-type]
-    return settings, build_registry(context)  # type: ignore[arg-type]
+    # kopf's own mapping of run()'s arguments onto its settings (kopf/_core/reactor/running.py).
+    settings.peering.clusterwide = captured["clusterwide"]
+    if captured["peering_name"] is not None:
+        settings.peering.mandatory = True
+        settings.peering.name = captured["peering_name"]
+    if captured["standalone"] is not None:
+        settings.peering.standalone = captured["standalone"]
+    lifecycle.configure(settings, captured["context"])  # the operator's startup handler does this
+    registry: kopf.OperatorRegistry = captured["registry"]
+    return settings, registry
 
 
 def kopf_accesses(
