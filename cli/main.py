@@ -7,6 +7,7 @@ a sub-command's heavy dependencies (kopf, Spark) load only when that sub-command
 import click
 
 from smoothscale.cli.crd_command import crd_command
+from smoothscale.cli.demo_command import demo_command
 from smoothscale.cli.operator_command import operator_command
 from smoothscale.cli.plan_command import plan_command
 from smoothscale.cli.simulate_command import simulate_command
@@ -20,6 +21,7 @@ def cli() -> None:
 
 
 cli.add_command(crd_command)
+cli.add_command(demo_command)
 cli.add_command(operator_command)
 cli.add_command(plan_command)
 cli.add_command(simulate_command)

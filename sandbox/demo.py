@@ -1,0 +1,255 @@
+"""`smoothscale demo`: a StreamsApp on the sandbox, walked through scale-out, scale-in, a host swap and a pod
+crash, with a live view, invariants checked from the workers' records, a summary and a PNG timeline.
+
+Each step changes one thing, then waits until the app has settled (`Snapshot.settled`): the operator
+stable, every pod ready, on the same revision and on the published generation. The rates are chosen so that
+the whole walk takes about a minute and a half at `speed=1`: a warmup restores a changelog in a few seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from . import environment as env
+from . import invariants
+from .harness import Sandbox
+from .observe import PodView, Snapshot, observe
+
+APP = "orders"
+NAMESPACE = "default"
+PARTITIONS = 6
+"""Per subtopology: 12 tasks, 6 of them stateful."""
+
+
+def demo_app(replicas: int = 3, image: str = "example/orders:1") -> dict[str, Any]:
+    """The example app: 2 subtopologies (a stateless one, a stateful one), 1 standby, a volume per pod."""
+    return {
+        "apiVersion": "smoothscale.io/v1alpha1",
+        "kind": "StreamsApp",
+        "metadata": {"name": APP, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "template": {"spec": {"containers": [{"name": "app", "image": image}]}},
+            "topology": {
+                "subtopologies": [
+                    {"name": "0", "partitions": PARTITIONS, "stateful": False, "inputTopics": ["orders"]},
+                    {
+                        "name": "1",
+                        "partitions": PARTITIONS,
+                        "stateful": True,
+                        "inputTopics": ["orders-by-customer"],
+                    },
+                ]
+            },
+            "assignment": {
+                "numStandbys": 1,
+                "acceptableRecoveryLag": 2_000,
+                "maxWarmupReplicas": 2,
+                "probingInterval": "5s",
+            },
+            "scaling": {"scaleDownTimeout": "2m", "updateStrategy": "Swap", "maxSurge": "100%"},
+            "storage": {"size": "1Gi"},
+            "metrics": {"port": 8080, "path": "/metrics"},
+        },
+    }
+
+
+def demo_tasks() -> list[str]:
+    return [f"{sub}_{partition}" for sub in ("0", "1") for partition in range(PARTITIONS)]
+
+
+def worker_env(speed: float) -> dict[str, str]:
+    """Every changelog starts with 30,000 records and grows by 100 a second; a replica restores 4,000 a
+    second times `speed`: a new warmup catches up in about 8 s at speed 1."""
+    return {
+        env.INITIAL_OFFSET_ENV: "30000",
+        env.INPUT_RATE_ENV: "100",
+        env.RESTORE_RATE_ENV: str(4_000 * speed),
+        env.PROCESS_RATE_ENV: "1000",
+    }
+
+
+@dataclass
+class StepResult:
+    name: str
+    description: str
+    started: float
+    settled: float | None = None
+    first_generation: int = 0
+    last_generation: int = 0
+    max_warmups: int = 0
+    worst_gap: float = 0.0
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.settled is None else self.settled - self.started
+
+
+@dataclass
+class _Step:
+    name: str
+    description: str
+    act: Callable[[], Any]
+    done: Callable[[Snapshot], bool] = lambda _: True
+    gap_checked: bool = True
+
+
+class Walkthrough:
+    """Runs the steps on a started sandbox; `timeline` keeps every snapshot for the report."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        view: Callable[[Snapshot, int, int, str], None],
+        step_timeout: float = 90.0,
+        max_gap: float = 20.0,
+        sample_seconds: float = 1.0,
+    ) -> None:
+        self.sandbox = sandbox
+        self.timeline: list[Snapshot] = []
+        self._view = view
+        self._step_timeout = step_timeout
+        self._max_gap = max_gap
+        self._sample_seconds = sample_seconds
+        self._crash: tuple[str, float] | None = None
+
+    def run(self) -> list[StepResult]:
+        steps = self._steps()
+        results: list[StepResult] = []
+        for number, step in enumerate(steps, start=1):
+            result = StepResult(step.name, step.description, started=time.time())
+            step.act()
+            result.settled = self._wait(step, number, len(steps), result)
+            results.append(result)
+            if result.settled is None:
+                result.violations.append(f"did not settle within {self._step_timeout:.0f} s")
+                break
+        self._check(results, [step for step in steps if step.gap_checked])
+        return results
+
+    def _steps(self) -> list[_Step]:
+        sandbox = self.sandbox
+
+        def scale(replicas: int) -> Callable[[], None]:
+            return lambda: sandbox.patch_app(APP, {"spec": {"replicas": replicas}})
+
+        def swap() -> None:
+            template = {"spec": {"containers": [{"name": "app", "image": "example/orders:2"}]}}
+            sandbox.patch_app(APP, {"spec": {"template": template}})
+
+        def crash() -> None:
+            assert sandbox.kubelet is not None
+            pod = f"{APP}-{min(int(p['metadata']['name'].rsplit('-', 1)[1]) for p in sandbox.pods(APP))}"
+            sandbox.kubelet.crash(pod, NAMESPACE)
+            self._crash = (pod, time.time())
+
+        def restarted(snapshot: Snapshot) -> bool:
+            assert sandbox.kubelet is not None and self._crash is not None
+            return f"{NAMESPACE}/{self._crash[0]}" in sandbox.kubelet.worker_pids()
+
+        return [
+            _Step(
+                "create",
+                "apply the StreamsApp: 3 pods over 3 zones",
+                lambda: sandbox.apply(demo_app()),
+                gap_checked=False,
+            ),
+            _Step("scale-out", "3 -> 6 pods: warmups restore first, then tasks move", scale(6)),
+            _Step("scale-in", "6 -> 3 pods: leaving pods hand their tasks back first", scale(3)),
+            _Step("host-swap", "new pod template (Swap): 3 new pods, then the old ones retire", swap),
+            _Step(
+                "pod-crash",
+                "kill one worker (its volume survives): it restarts and restores",
+                crash,
+                restarted,
+            ),
+        ]
+
+    def _wait(self, step: _Step, number: int, total: int, result: StepResult) -> float | None:
+        deadline = result.started + self._step_timeout
+        observed_generation = self._spec_generation()
+        while time.time() < deadline:
+            snapshot = observe(self.sandbox, APP, step.name)
+            self.timeline.append(snapshot)
+            self._view(snapshot, number, total, step.description)
+            result.first_generation = result.first_generation or snapshot.generation
+            result.last_generation = snapshot.generation
+            result.max_warmups = max(result.max_warmups, snapshot.warmups)
+            caught_up = self._status_generation() >= observed_generation
+            if caught_up and snapshot.settled and step.done(snapshot) and time.time() - result.started > 2:
+                return snapshot.at
+            time.sleep(self._sample_seconds)
+        return None
+
+    def _spec_generation(self) -> int:
+        return int(self.sandbox.app(APP)["metadata"].get("generation") or 0)
+
+    def _status_generation(self) -> int:
+        return int((self.sandbox.app(APP).get("status") or {}).get("observedGeneration") or 0)
+
+    def _check(self, results: list[StepResult], gap_checked: Sequence[_Step]) -> None:
+        records = self.sandbox.records()
+        tasks = demo_tasks()
+        checked = {step.name for step in gap_checked}
+        for result in results:
+            if result.name in checked and result.settled is not None:
+                gaps = invariants.unprocessed_seconds(records, tasks, result.started, result.settled + 2.0)
+                result.worst_gap = max(gaps.values())
+                result.violations += invariants.gaps_beyond(gaps, self._max_gap)
+        if self._crash is not None and results[-1].name == "pod-crash":
+            pod, since = self._crash
+            results[-1].violations += invariants.rebuilt_state(records, pod, since)
+        final = results[-1]
+        final.violations += invariants.concurrent_processing(records)
+        if all(result.settled is not None for result in results):
+            publication = self.sandbox.publication(APP)
+            zone_of = {pod.name: pod.zone for pod in self.timeline[-1].pods}
+            final.violations += invariants.imbalance(publication, zone_of)
+            final.violations += invariants.every_task_once(publication, tasks)
+
+
+_COLUMNS = f"{'pod':<10} {'zone':<7} {'ready':<5} {'act':>3} {'stb':>3} {'wrm':>3} {'lag':>8} {'gen':>4}"
+
+
+def _row(pod: PodView) -> str:
+    ready = ("yes" if pod.ready else "no") + ("*" if pod.leaving else "")
+    generation = "-" if pod.generation is None else str(pod.generation)
+    return (
+        f"{pod.name:<10} {pod.zone:<7} {ready:<5} {pod.active:>3} {pod.standby:>3} {pod.warmup:>3} "
+        f"{pod.lag:>8} {generation:>4}"
+    )
+
+
+class ProgressView:
+    """The live view: redrawn in place on a terminal, one line per change otherwise (logs, CI)."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self._out = out
+        self._tty = out.isatty()
+        self._last: tuple[Any, ...] | None = None
+
+    def __call__(self, snapshot: Snapshot, number: int, total: int, description: str) -> None:
+        state = "settled" if snapshot.settled else ("migrating" if snapshot.migrating else "working")
+        probe = f" | next probe {snapshot.next_probe}" if snapshot.next_probe else ""
+        summary = (
+            f"generation {snapshot.generation} | ready {snapshot.ready}/{snapshot.replicas} | {state}"
+            f" | warmups {snapshot.warmups} | lag {snapshot.total_lag}{probe}"
+        )
+        if self._tty:
+            lines = [f"step {number}/{total} {snapshot.step}: {description}", summary, "", _COLUMNS]
+            lines += [_row(pod) for pod in snapshot.pods]
+            lines.append("(* leaving or terminating)")
+            self._out.write("\x1b[H\x1b[J" + "\n".join(lines) + "\n")
+        else:
+            key = (snapshot.step, snapshot.generation, snapshot.ready, state, snapshot.warmups)
+            if key != self._last:
+                pods = " ".join(f"{p.name}={p.active}/{p.standby}/{p.warmup}" for p in snapshot.pods)
+                self._out.write(f"[{snapshot.step}] {summary} | act/stb/wrm {pods}\n")
+                self._last = key
+        self._out.flush()

@@ -1,0 +1,95 @@
+"""What must hold whatever the operator does, judged from the workers' records and the published assignment.
+
+The demo exits non-zero and the end-to-end tests fail on any of these (issue 5):
+
+- no task processed by two processes at once (`records.overlaps`);
+- every task processed again within a bound during and after each step (`records.longest_gaps`);
+- state restored, not rebuilt, where a pod's volume survived its restart;
+- the final assignment balanced across pods and across zones.
+
+Each check returns human-readable violations; an empty list means it holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from smoothscale.assignor.handover import Publication
+
+from .records import longest_gaps, overlaps, processing_intervals
+
+Record = Mapping[str, Any]
+
+
+def concurrent_processing(records: Iterable[Record]) -> list[str]:
+    return [
+        f"task {a.task} processed by {a.pod} (pid {a.pid}) until {a.end:.3f} "
+        f"and by {b.pod} (pid {b.pid}) from {b.start:.3f}"
+        for a, b in overlaps(processing_intervals(records))
+    ]
+
+
+def unprocessed_seconds(
+    records: Iterable[Record], tasks: Sequence[str], start: float, end: float
+) -> dict[str, float]:
+    """For each task, the longest time within `[start, end]` in which no process processed it."""
+    return longest_gaps(processing_intervals(records), tasks, start, end)
+
+
+def gaps_beyond(gaps: Mapping[str, float], bound: float) -> list[str]:
+    """The tasks of `unprocessed_seconds` that went unprocessed for longer than `bound` seconds."""
+    return [
+        f"task {task} went {gap:.1f} s unprocessed (bound {bound:.1f} s)"
+        for task, gap in gaps.items()
+        if gap > bound
+    ]
+
+
+def rebuilt_state(records: Sequence[Record], pod: str, since: float) -> list[str]:
+    """The pod restarted after `since` with its volume: its new process must have found its state on disk
+    and restored from there, not from offset 0."""
+    after = [r for r in records if r.get("pod") == pod and float(r.get("at", 0)) >= since]
+    starts = [r for r in after if r["kind"] == "started"]
+    if not starts:
+        return [f"{pod} did not restart after {since:.3f}"]
+    found = starts[0]["tasks"]
+    if not found:
+        return [f"{pod} restarted with an empty volume: its state was lost"]
+    pid = starts[0]["pid"]
+    return [
+        f"{pod} rebuilt {r['task']} from offset 0 although its volume held offset {found[r['task']]}"
+        for r in after
+        if r["kind"] == "restored" and r["pid"] == pid and r["task"] in found and r["fromOffset"] == 0
+    ]
+
+
+def imbalance(publication: Publication | None, zone_of: Mapping[str, str]) -> list[str]:
+    """Active tasks per pod differ by at most one; per zone, they differ from the zone's fair share (by its
+    number of pods) by less than the zone's number of pods."""
+    if publication is None:
+        return ["nothing is published"]
+    pods = [pod for pod in publication.assignment if pod in zone_of]
+    per_pod = {pod: len(publication.assignment[pod].active) for pod in pods}
+    problems: list[str] = []
+    if per_pod and max(per_pod.values()) - min(per_pod.values()) > 1:
+        problems.append(f"active tasks per pod are unbalanced: {per_pod}")
+    total = sum(per_pod.values())
+    pods_in = Counter(zone_of[pod] for pod in pods)
+    actives_in = Counter(dict.fromkeys(pods_in, 0))
+    for pod, count in per_pod.items():
+        actives_in[zone_of[pod]] += count
+    for zone, count in actives_in.items():
+        fair = total * pods_in[zone] / len(pods)
+        if abs(count - fair) >= pods_in[zone]:
+            problems.append(f"zone {zone} runs {count} active tasks, its fair share is {fair:.1f}")
+    return problems
+
+
+def every_task_once(publication: Publication | None, tasks: Sequence[str]) -> list[str]:
+    """Every task is active on exactly one pod in the final assignment."""
+    if publication is None:
+        return ["nothing is published"]
+    owners = Counter(task for roles in publication.assignment.values() for task in roles.active)
+    return [f"task {task} is active on {owners[task]} pods" for task in tasks if owners[task] != 1]
