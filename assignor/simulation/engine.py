@@ -286,6 +286,9 @@ class Simulation:
             if self.check:
                 invariants.check_retirement(pod, self.now, operator.config.scale_down_timeout_seconds)
             cluster.remove(pod)
+        if result.plan_reason is not None:
+            reasons = self.recorder.plans_by_reason
+            reasons[result.plan_reason] = reasons.get(result.plan_reason, 0) + 1
         if result.publication is not None:
             self._publish(result.publication)
         if scrape:
@@ -326,6 +329,7 @@ class Simulation:
             cross_zone_records=recorder.cross_zone_records,
             generations_published=recorder.generations,
             plans=self.operator.plans,
+            plans_by_reason=dict(sorted(recorder.plans_by_reason.items())),
             peak_task_skew=recorder.peak_skew,
             events=recorder.outcomes,
             timeline=recorder.timeline,

@@ -71,6 +71,7 @@ class SimulationResult(ResultModel):
     cross_zone_records: float
     generations_published: int
     plans: int
+    plans_by_reason: dict[str, int]  # why the operator re-planned
     peak_task_skew: float
     events: list[EventOutcome]
     timeline: list[TimelineSample]
@@ -187,6 +188,7 @@ class Recorder:
         self.records_restored = 0.0
         self.cross_zone_records = 0.0
         self.generations = 0
+        self.plans_by_reason: dict[str, int] = {}
         self.peak_skew = 0.0
         self.timeline: list[TimelineSample] = []
         self.outcomes: list[EventOutcome] = []

@@ -57,7 +57,7 @@ class _Memory:
 class WakeResult:
     publication: Publication | None = None
     retire: tuple[str, ...] = ()
-    plan_reason: str | None = None
+    plan_reason: str | None = None  # set when this wake re-planned
 
 
 class Operator:
@@ -71,6 +71,8 @@ class Operator:
         self._memory = _Memory()
         self._memory_version = 0
         self._idle_on: tuple[object, ...] | None = None  # inputs for which the hand-over had nothing to do
+        self._settled_on: tuple[int, int] | None = None  # (memory version, generation) of `_settled`
+        self._settled = False
 
     def restart(self) -> None:
         self._remember(_Memory())
@@ -115,6 +117,8 @@ class Operator:
             reason = self._plan_reason(now, view, pods)
             if reason is not None and any(p.leaving_since is None for p in pods):
                 self._plan(now, view, pods)
+            else:
+                reason = None
         publication = None
         acked = {p.name: p.acked for p in pods}
         inputs = (self._memory_version, self.published.generation, tuple(sorted(acked.items())))
@@ -184,19 +188,25 @@ class Operator:
         self.published = publication
         self._remember(_Memory(plan=plan, membership=_membership(pods), desired=dict(publication.assignment)))
 
+    def _published_as_desired(self) -> bool:
+        """`is_settled` for the current plan and generation, computed once per pair (it is asked often)."""
+        key = (self._memory_version, self.published.generation)
+        if key != self._settled_on:
+            self._settled_on = key
+            self._settled = is_settled(self.published, self._memory.desired)
+        return self._settled
+
     def in_flight(self) -> bool:
         """Whether the publication still has to catch up with the plan (worth polling before the scrape)."""
-        return self._memory.plan is not None and not is_settled(self.published, self._memory.desired)
+        return self._memory.plan is not None and not self._published_as_desired()
 
     def at_rest(self, view: View) -> bool:
         """The last plan completes the rebalance, is fully published and applied, and nobody is leaving."""
         memory = self._memory
-        if memory.plan is None or not self.strategy.is_final(memory.plan):
+        if memory.plan is None or not self.strategy.is_final(memory.plan) or not self._published_as_desired():
             return False
         pods = view.running_pods()
         if any(p.leaving_since is not None for p in pods) or _membership(pods) != memory.membership:
-            return False
-        if not is_settled(self.published, memory.desired):
             return False
         return all(p.acked >= self.published.generation for p in pods)
 
