@@ -1,4 +1,4 @@
-"""Shared fixtures of the simulator's tests: the scenario library, loaded once per session."""
+"""Helpers of the simulator's tests: the scenario library (parsed once), a small hand-checked scenario."""
 
 from __future__ import annotations
 

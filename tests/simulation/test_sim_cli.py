@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import LIBRARY
+from sim_testkit import LIBRARY
 
 from smoothscale.cli.main import cli
 

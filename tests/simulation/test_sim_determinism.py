@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import library_scenario
+from sim_testkit import library_scenario
 
 from smoothscale.assignor.simulation import simulate
 

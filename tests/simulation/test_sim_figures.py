@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SCENARIO_FILES, library_scenario, small_scenario
+from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
 from smoothscale.assignor.simulation import simulate
 

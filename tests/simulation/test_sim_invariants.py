@@ -9,7 +9,7 @@ library with the checks on, and make sure the checks do catch a broken hand-over
 from __future__ import annotations
 
 import pytest
-from conftest import SCENARIO_FILES, library_scenario, small_scenario
+from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment
