@@ -2,7 +2,8 @@
 
 Pods are created the way the operator creates them (Contract 3): named `<app>-<ordinal>` with ordinals that
 are never reused, spread over zones like a topology spread constraint (the zone with the fewest staying
-pods, the first such zone on a tie). Scale-in marks the highest ordinals leaving, as a StatefulSet would
+pods, the first such zone on a tie), never in a zone that is down. A pod in a zone that is down restarts
+only when its zone returns. Scale-in marks the highest ordinals leaving, as a StatefulSet would
 remove them. Effects that come later (a restart, a zone's return, a host swap's leaving mark) are returned
 as follow-ups for the engine to schedule.
 """
@@ -36,11 +37,17 @@ class Restart:
 
 
 @dataclass(frozen=True, slots=True)
+class ZoneReturn:
+    zone: int
+    pods: tuple[str, ...]  # the pods the outage stopped
+
+
+@dataclass(frozen=True, slots=True)
 class MarkLeaving:
     pods: tuple[str, ...]
 
 
-FollowUp = Restart | MarkLeaving
+FollowUp = Restart | ZoneReturn | MarkLeaving
 
 
 class Script:
@@ -51,13 +58,16 @@ class Script:
         self.cluster = cluster
         self.next_ordinal = 0
         self.booted: list[Pod] = []
+        self.down_zones: dict[int, list[str]] = {}  # zone -> pods due to restart once it returns
 
     def create_pods(self, count: int, spec: PodSpec) -> list[Pod]:
         cluster = self.cluster
         created = []
         for _ in range(count):
             staying = [p.zone for p in cluster.present() if p.leaving_since is None]
-            load = np.bincount(np.array(staying, dtype=np.int64), minlength=len(cluster.zones))
+            load = np.bincount(np.array(staying, dtype=np.int64), minlength=len(cluster.zones)).astype(float)
+            if len(self.down_zones) < len(cluster.zones):
+                load[list(self.down_zones)] = np.inf  # nowhere to schedule a pod there
             zone = int(np.argmin(load))
             pod = cluster.add_pod(f"{self.scenario.app}-{self.next_ordinal}", self.next_ordinal, zone, spec)
             self.next_ordinal += 1
@@ -96,11 +106,12 @@ class Script:
                 return [(event.restart_after_seconds, Restart((pod.name,)))]
         elif isinstance(event, ZoneOutage):
             zone = self.scenario.zones.index(event.zone)
-            down = [p for p in cluster.up() if p.zone == zone]
-            for pod in down:
+            stopped = [p for p in cluster.up() if p.zone == zone]
+            self.down_zones.setdefault(zone, [])
+            for pod in stopped:
                 cluster.crash(pod, keep_state=pod.spec.persistent_volume)
             if event.duration_seconds is not None:
-                return [(event.duration_seconds, Restart(tuple(p.name for p in down)))]
+                return [(event.duration_seconds, ZoneReturn(zone, tuple(p.name for p in stopped)))]
         elif isinstance(event, Drain):
             pod = self._pod(where, "pod", event.pod)
             self._mark_leaving([pod], now)
@@ -119,12 +130,17 @@ class Script:
 
     def follow_up(self, action: FollowUp, now: float) -> None:
         cluster = self.cluster
-        pods = [cluster.pods[cluster.by_name[name]] for name in action.pods]
+        names = list(action.pods)
+        if isinstance(action, ZoneReturn):
+            names += self.down_zones.pop(action.zone, [])
+        pods = [cluster.pods[cluster.by_name[name]] for name in names]
         if isinstance(action, MarkLeaving):
             self._mark_leaving([p for p in pods if not p.removed], now)
             return
         for pod in pods:
-            if not pod.removed and not pod.up:
+            if pod.zone in self.down_zones:
+                self.down_zones[pod.zone].append(pod.name)  # comes back with its zone
+            elif not pod.removed and not pod.up:
                 cluster.restart(pod)
                 self.booted.append(pod)
 

@@ -1,0 +1,66 @@
+"""What the scenario's events do to the pods: names, zones, leaving marks, restarts."""
+
+from __future__ import annotations
+
+from sim_testkit import small_scenario
+
+from smoothscale.assignor.simulation.engine import Simulation
+
+ZONES = ["zone-a", "zone-b", "zone-c"]
+
+
+def run(events: list[dict[str, object]], pods: int = 3) -> Simulation:
+    simulation = Simulation(
+        small_scenario(zones=ZONES, pods={"count": pods}, events=events), "smoothscale", seed=0
+    )
+    simulation.run()
+    return simulation
+
+
+def running_at(simulation: Simulation, t: float) -> set[str]:
+    sample = max((s for s in simulation.recorder.timeline if s.t <= t), key=lambda s: s.t)
+    return set(sample.actives)
+
+
+def test_new_pods_take_the_next_ordinals_and_spread_over_zones() -> None:
+    simulation = run([{"at": 65, "type": "scaleOut", "pods": 3}])
+    zones = {p.name: ZONES[p.zone] for p in simulation.cluster.present()}
+    assert zones == {
+        "small-0": "zone-a",
+        "small-1": "zone-b",
+        "small-2": "zone-c",
+        "small-3": "zone-a",
+        "small-4": "zone-b",
+        "small-5": "zone-c",
+    }
+
+
+def test_scale_in_retires_the_highest_ordinals_and_a_swap_all_old_pods() -> None:
+    scaled_in = run([{"at": 65, "type": "scaleIn", "pods": 2}], pods=4)
+    assert [p.name for p in scaled_in.cluster.present()] == ["small-0", "small-1"]
+    swapped = run([{"at": 65, "type": "hostSwap"}])
+    assert [p.name for p in swapped.cluster.present()] == ["small-3", "small-4", "small-5"]
+
+
+def test_a_drained_pod_is_replaced_in_its_zone() -> None:
+    simulation = run([{"at": 65, "type": "drain", "pod": "small-1"}])
+    assert {p.name: ZONES[p.zone] for p in simulation.cluster.present()} == {
+        "small-0": "zone-a",
+        "small-2": "zone-c",
+        "small-3": "zone-b",
+    }
+
+
+def test_nothing_runs_in_a_zone_while_it_is_down() -> None:
+    """zone-b is down from 65 s to 665 s: a pod added meanwhile goes elsewhere, and small-1, whose own crash
+    restart (at 130 s) falls inside the outage, comes back only with its zone."""
+    simulation = run(
+        [
+            {"at": 65, "type": "zoneOutage", "zone": "zone-b", "durationSeconds": 600},
+            {"at": 100, "type": "podCrash", "pod": "small-1", "restartAfterSeconds": 30},
+            {"at": 200, "type": "scaleOut", "pods": 1},
+        ]
+    )
+    assert ZONES[simulation.cluster.pods[simulation.cluster.by_name["small-3"]].zone] != "zone-b"
+    assert "small-1" not in running_at(simulation, 600)
+    assert "small-1" in running_at(simulation, 700)
