@@ -9,6 +9,10 @@ follow-up has happened.
 
 The lower bound is physical: the state that must move divided by the restore bandwidth that can move it.
 See `lower_bound`.
+
+Cross-zone records are the input records a task processes, and the changelog records a copy restores, on a
+pod whose zone holds no replica of the partition read (consumers fetch from a replica in their own zone when
+there is one, KIP-392; a changelog is assumed to be placed like its task's input partitions).
 """
 
 from __future__ import annotations
