@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from . import environment as env
 from . import invariants
 from .harness import Sandbox
-from .observe import PodView, Snapshot, observe
+from .observe import PodView, Snapshot, settle
 
 APP = "orders"
 NAMESPACE = "default"
@@ -172,26 +172,23 @@ class Walkthrough:
         ]
 
     def _wait(self, step: _Step, number: int, total: int, result: StepResult) -> float | None:
-        deadline = result.started + self._step_timeout
-        observed_generation = self._spec_generation()
-        while time.time() < deadline:
-            snapshot = observe(self.sandbox, APP, step.name)
+        def seen(snapshot: Snapshot) -> None:
             self.timeline.append(snapshot)
             self._view(snapshot, number, total, step.description)
             result.first_generation = result.first_generation or snapshot.generation
             result.last_generation = snapshot.generation
             result.max_warmups = max(result.max_warmups, snapshot.warmups)
-            caught_up = self._status_generation() >= observed_generation
-            if caught_up and snapshot.settled and step.done(snapshot) and time.time() - result.started > 2:
-                return snapshot.at
-            time.sleep(self._sample_seconds)
-        return None
 
-    def _spec_generation(self) -> int:
-        return int(self.sandbox.app(APP)["metadata"].get("generation") or 0)
-
-    def _status_generation(self) -> int:
-        return int((self.sandbox.app(APP).get("status") or {}).get("observedGeneration") or 0)
+        settled = settle(
+            self.sandbox,
+            APP,
+            step.name,
+            timeout=self._step_timeout,
+            also=step.done,
+            on_snapshot=seen,
+            sample_seconds=self._sample_seconds,
+        )
+        return None if settled is None else settled.at
 
     def _check(self, results: list[StepResult], gap_checked: Sequence[_Step]) -> None:
         records = self.sandbox.records()

@@ -171,6 +171,8 @@ class Kubelet:
         self._workers: dict[str, _Worker] = {}
         self._stopping: list[threading.Thread] = []
         self._terminating: set[str] = set()
+        self._binding: dict[str, str] = {}
+        """Pods bound (uid -> zone) whose binding the pod cache has not shown yet."""
         """Pods whose worker is being stopped: their finalizer goes when the worker has."""
         self._lock = threading.RLock()
         self._wake = threading.Event()
@@ -309,6 +311,12 @@ class Kubelet:
 
     def _reconcile(self) -> None:
         pods = self._pods.snapshot()
+        self._binding = {
+            uid: zone
+            for uid, zone in self._binding.items()
+            if uid in pods and not (pods[uid].get("spec") or {}).get("nodeName")
+        }
+        load = self._zone_load(pods)
         for uid in list(self._workers):
             pod = pods.get(uid)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
@@ -320,8 +328,10 @@ class Kubelet:
                 releasable = uid not in self._workers and uid not in self._terminating
                 if releasable and FINALIZER in (pod["metadata"].get("finalizers") or []):
                     self._release_finalizer(pod["metadata"]["namespace"], pod["metadata"]["name"])
+            elif uid in self._binding:
+                continue  # bound, but the cache has not seen it yet: never bind a pod twice
             elif not node:
-                self._bind(pod, pods)
+                self._bind(pod, load)
             elif node in ours:
                 worker = self._workers.get(uid)
                 if worker is None:
@@ -349,13 +359,20 @@ class Kubelet:
         }
         self._core.patch_node_status(name, {"status": status})
 
-    def _bind(self, pod: Body, pods: Mapping[str, Body]) -> None:
+    def _zone_load(self, pods: Mapping[str, Body]) -> dict[str, int]:
+        """Pods per zone: those bound to its node and not being deleted, and those just bound there."""
         load = dict.fromkeys(self.zones, 0)
         zone_of = {node_name(zone): zone for zone in self.zones}
-        for other in pods.values():
-            zone = zone_of.get((other.get("spec") or {}).get("nodeName") or "")
-            if zone is not None and not other["metadata"].get("deletionTimestamp"):
+        for pod in pods.values():
+            zone = zone_of.get((pod.get("spec") or {}).get("nodeName") or "")
+            if zone is not None and not pod["metadata"].get("deletionTimestamp"):
                 load[zone] += 1
+        for zone in self._binding.values():
+            load[zone] += 1
+        return load
+
+    def _bind(self, pod: Body, load: dict[str, int]) -> None:
+        """Bind the pod to the node of the least loaded zone it accepts; `load` counts it there from now."""
         zone = choose_zone(pod.get("spec") or {}, self.zones, load)
         metadata = pod["metadata"]
         if zone is None:
@@ -372,6 +389,8 @@ class Kubelet:
             metadata["namespace"],
             {"metadata": {"finalizers": finalizers}, "spec": {"nodeName": node_name(zone)}},
         )
+        self._binding[metadata["uid"]] = zone
+        load[zone] += 1
         log.info("bound pod %s/%s to %s", metadata["namespace"], metadata["name"], node_name(zone))
 
     # -- running workers -------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,3 +146,30 @@ def _scrape(pod: dict[str, Any], port: int, path: str) -> tuple[dict[str, int], 
             elif sample.name == contract.GENERATION_METRIC:
                 generation = int(sample.value)
     return lags, generation
+
+
+def settle(
+    sandbox: Sandbox,
+    app: str,
+    step: str,
+    *,
+    timeout: float,
+    also: Callable[[Snapshot], bool] = lambda _: True,
+    on_snapshot: Callable[[Snapshot], None] = lambda _: None,
+    sample_seconds: float = 1.0,
+    min_seconds: float = 2.0,
+) -> Snapshot | None:
+    """Sample the app until it has settled on the spec as it is now (the operator has observed its
+    generation) and `also` holds; the settled snapshot, or None after `timeout` seconds. `min_seconds` gives
+    the operator time to react to a change that does not touch the spec (a crash)."""
+    started = time.time()
+    wanted = int(sandbox.app(app)["metadata"].get("generation") or 0)
+    while time.time() - started < timeout:
+        snapshot = observe(sandbox, app, step)
+        on_snapshot(snapshot)
+        status = sandbox.app(app).get("status") or {}
+        observed = int(status.get("observedGeneration") or 0) >= wanted
+        if observed and snapshot.settled and also(snapshot) and time.time() - started >= min_seconds:
+            return snapshot
+        time.sleep(sample_seconds)
+    return None

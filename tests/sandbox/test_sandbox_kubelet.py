@@ -154,15 +154,18 @@ def test_deletion_stops_the_worker_before_the_pod_goes_and_claims_outlive_pods(
     eventually(lambda: not volume.exists(), timeout=15)
 
 
-def test_close_stops_every_worker_and_releases_every_pod(
+def test_pods_seen_together_spread_over_the_zones_and_close_stops_every_worker(
     cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_path: Path
 ) -> None:
+    names = ("orders-0", "orders-1", "orders-2")
+    for name in names:  # before the kubelet starts: it binds them all in its first pass
+        core.create_namespaced_pod(NAMESPACE, _pod(name))
     with Kubelet(
         cluster.kubeconfig, tmp_path / "sandbox", worker_env=FAST, first_address=random_block()
     ) as kubelet:
-        for name in ("orders-0", "orders-1"):
-            core.create_namespaced_pod(NAMESPACE, _pod(name))
-        eventually(lambda: len(kubelet.worker_pids()) == 2, timeout=30)
+        eventually(lambda: len(kubelet.worker_pids()) == 3, timeout=30)
+        nodes = {pod.metadata.name: pod.spec.node_name for pod in core.list_namespaced_pod(NAMESPACE).items}
+        assert sorted(nodes.values()) == ["sandbox-zone-a", "sandbox-zone-b", "sandbox-zone-c"]
         pids = list(kubelet.worker_pids().values())
     assert not any(_alive(pid) for pid in pids)
     assert all(not pod.metadata.finalizers for pod in core.list_namespaced_pod(NAMESPACE).items)
