@@ -30,6 +30,7 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+from smoothscale.cli.operator_command import operator_command
 from smoothscale.operator.access import Access
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +202,12 @@ def _accesses(rules: Sequence[Json]) -> Iterator[Access]:
 
 
 def container_args(documents: Sequence[Json]) -> list[str]:
-    """The operator container's arguments in the rendered Deployment."""
+    """The operator container's arguments in the rendered Deployment, as a new list: click consumes the list
+    it parses, and the rendered documents are shared by the whole session."""
     (container,) = one(documents, "Deployment")["spec"]["template"]["spec"]["containers"]
-    args: list[str] = container["args"]
-    return args
+    return [str(arg) for arg in container["args"]]
+
+
+def operator_options(documents: Sequence[Json]) -> dict[str, Any]:
+    """The Deployment's arguments as `smoothscale operator` parses them (an unknown option fails)."""
+    return operator_command.make_context("operator", container_args(documents)).params

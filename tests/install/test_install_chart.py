@@ -12,14 +12,12 @@ from install_testkit import (
     RELEASE_NAMESPACE,
     VALUE_SETS,
     Json,
-    container_args,
     helm,
     of_kind,
     one,
+    operator_options,
     render_notes,
 )
-
-from smoothscale.cli.operator_command import operator_command
 
 
 @pytest.mark.parametrize("values", VALUE_SETS, ids=lambda p: p.name)
@@ -39,16 +37,10 @@ def test_every_value_is_documented() -> None:
     assert undocumented == []
 
 
-def _operator_options(documents: list[Json]) -> dict[str, object]:
-    """The Deployment's arguments, parsed by `smoothscale operator` itself (an unknown option fails)."""
-    context = operator_command.make_context("operator", list(container_args(documents)))
-    return context.params
-
-
-def test_deployment_arguments_are_operator_options(rendered: dict[str, list[Json]]) -> None:
-    default = _operator_options(rendered["default"])
+def test_deployment_arguments_areoperator_options(rendered: dict[str, list[Json]]) -> None:
+    default = operator_options(rendered["default"])
     assert default["standalone"] is True and default["namespaces"] == ()
-    namespaced = _operator_options(rendered["namespaced"])
+    namespaced = operator_options(rendered["namespaced"])
     assert namespaced["namespaces"] == ("team-a", "team-b")
     assert namespaced["standalone"] is False and namespaced["peering"] == "smoothscale"
 
@@ -72,11 +64,11 @@ def test_probes_ask_the_operators_health_endpoint(rendered: dict[str, list[Json]
     documents = rendered["default"]
     (container,) = one(documents, "Deployment")["spec"]["template"]["spec"]["containers"]
     ports = {port["name"]: port["containerPort"] for port in container["ports"]}
-    liveness = _operator_options(documents)["liveness"]
+    liveness = operator_options(documents)["liveness"]
     for probe in (container["livenessProbe"], container["readinessProbe"]):
         url = f"http://0.0.0.0:{ports[probe['httpGet']['port']]}{probe['httpGet']['path']}"
         assert url == liveness
-    assert _operator_options(documents)["metrics_port"] == ports["metrics"]
+    assert operator_options(documents)["metrics_port"] == ports["metrics"]
 
 
 def test_one_replica_runs_standalone_and_is_never_doubled(rendered: dict[str, list[Json]]) -> None:
@@ -89,14 +81,14 @@ def test_one_replica_runs_standalone_and_is_never_doubled(rendered: dict[str, li
 
 def test_replicas_peer_in_the_objects_the_chart_creates(rendered: dict[str, list[Json]]) -> None:
     cluster_wide = rendered["ha"]
-    peering = _operator_options(cluster_wide)["peering"]
+    peering = operator_options(cluster_wide)["peering"]
     assert one(cluster_wide, "ClusterKopfPeering")["metadata"]["name"] == peering
     assert one(cluster_wide, "Deployment")["spec"]["strategy"]["type"] == "RollingUpdate"
     namespaced = rendered["namespaced"]
     peerings = {
         (p["metadata"]["namespace"], p["metadata"]["name"]) for p in of_kind(namespaced, "KopfPeering")
     }
-    assert peerings == {(ns, _operator_options(namespaced)["peering"]) for ns in ("team-a", "team-b")}
+    assert peerings == {(ns, operator_options(namespaced)["peering"]) for ns in ("team-a", "team-b")}
 
 
 def test_service_monitor_scrapes_the_metrics_service(rendered: dict[str, list[Json]]) -> None:

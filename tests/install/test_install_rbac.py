@@ -25,7 +25,7 @@ from typing import Any
 import kopf
 import pytest
 from click.testing import CliRunner
-from install_testkit import VALUE_SETS, Json, container_args, granted, of_kind, one
+from install_testkit import VALUE_SETS, Json, container_args, granted, of_kind, one, operator_options
 from kopf._cogs.structs import references
 from kopf._core.engines import peering
 from kopf._core.intents import handlers as kopf_handlers
@@ -132,8 +132,8 @@ def required(args: list[str]) -> set[Scoped]:
     return needed
 
 
-def _names(values: Iterable[Json]) -> set[str]:
-    return {doc["metadata"]["namespace"] for doc in values}
+def _namespaces(documents: Iterable[Json]) -> set[str]:
+    return {doc["metadata"]["namespace"] for doc in documents}
 
 
 @pytest.mark.parametrize("values", VALUE_SETS, ids=lambda p: p.name.removesuffix("-values.yaml"))
@@ -141,7 +141,7 @@ def test_chart_grants_exactly_what_the_code_uses(rendered: dict[str, list[Json]]
     documents = rendered[values.name.removesuffix("-values.yaml")]
     args = container_args(documents)
     needed = required(args)
-    namespaces = set(operator_command.make_context("operator", list(args)).params["namespaces"])
+    namespaces = set(operator_options(documents)["namespaces"])
     cluster_role = granted(one(documents, "ClusterRole"))
     roles = of_kind(documents, "Role")
     if not namespaces:
@@ -149,14 +149,14 @@ def test_chart_grants_exactly_what_the_code_uses(rendered: dict[str, list[Json]]
         assert roles == []
         return
     assert cluster_role == {access for access, namespaced in needed if not namespaced}
-    assert _names(roles) == namespaces == _names(of_kind(documents, "RoleBinding"))
+    assert _namespaces(roles) == namespaces == _namespaces(of_kind(documents, "RoleBinding"))
     for role in roles:
         assert granted(role) == {access for access, namespaced in needed if namespaced}, role["metadata"]
 
 
 def test_only_the_own_peering_object_may_be_written(rendered: dict[str, list[Json]]) -> None:
     for documents in rendered.values():
-        peering_name = operator_command.make_context("operator", container_args(documents)).params["peering"]
+        peering_name = operator_options(documents)["peering"]
         for role in [*of_kind(documents, "ClusterRole"), *of_kind(documents, "Role")]:
             for rule in role["rules"]:
                 if "resourceNames" in rule:
