@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from smoothscale.client import contract
+from smoothscale.operator import names, zones
 from smoothscale.operator.resource.spec import MetricNames, MetricsSpec
 
 
@@ -22,8 +21,6 @@ def test_metric_names_and_endpoint_match_the_streamsapp_defaults() -> None:
 
 
 def test_labels_annotations_keys_and_environment_match_the_operator() -> None:
-    names = pytest.importorskip("smoothscale.operator.names")
-    zones = pytest.importorskip("smoothscale.operator.zones")
     shared = [
         "ASSIGNMENT_KEY",
         "GENERATION_KEY",

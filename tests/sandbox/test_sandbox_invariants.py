@@ -1,0 +1,98 @@
+"""The invariants the demo and the end-to-end tests judge by, on hand-made records and assignments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox_testkit import publication
+
+from smoothscale.sandbox import invariants
+from smoothscale.sandbox.demo import StepResult
+from smoothscale.sandbox.report import summary_table
+
+ZONES = {"orders-0": "zone-a", "orders-1": "zone-b", "orders-2": "zone-c", "orders-3": "zone-a"}
+
+
+def _record(kind: str, pod: str, pid: int, at: float, **fields: Any) -> dict[str, Any]:
+    return {"kind": kind, "pod": pod, "pid": pid, "at": at, **fields}
+
+
+def test_balance_is_judged_per_pod_and_per_zone() -> None:
+    three_zones = {pod: zone for pod, zone in ZONES.items() if pod != "orders-3"}
+    even = publication(
+        3,
+        **{
+            "orders-0": {"active": ["0_0", "0_1"]},
+            "orders-1": {"active": ["0_2"]},
+            "orders-2": {"active": ["0_3"]},
+        },
+    )
+    assert invariants.imbalance(even, three_zones) == []
+    skewed = publication(
+        4, **{"orders-0": {"active": ["0_0", "0_1", "0_2"]}, "orders-1": {"active": ["0_3"]}}
+    )
+    assert invariants.imbalance(skewed, three_zones) == [
+        "active tasks per pod are unbalanced: {'orders-0': 3, 'orders-1': 1, 'orders-2': 0}"
+    ]
+    two_zones = {"orders-0": "zone-a", "orders-1": "zone-a", "orders-2": "zone-b"}
+    assert invariants.imbalance(even, two_zones) == []
+    two_zones = {"orders-0": "zone-a", "orders-1": "zone-a", "orders-2": "zone-a", "orders-3": "zone-b"}
+    even = publication(5, **{pod: {"active": [f"0_{n}"]} for n, pod in enumerate(two_zones)})
+    assert invariants.imbalance(even, two_zones) == [
+        "pods per zone are unbalanced: {'zone-a': 3, 'zone-b': 1}"
+    ]
+    assert invariants.imbalance(None, ZONES) == ["nothing is published"]
+
+
+def test_every_task_runs_exactly_once() -> None:
+    final = publication(7, **{"orders-0": {"active": ["0_0", "0_1"]}, "orders-1": {"active": ["0_1"]}})
+    assert invariants.every_task_once(final, ["0_0", "0_1", "0_2"]) == [
+        "task 0_1 is active on 2 pods",
+        "task 0_2 is active on 0 pods",
+    ]
+
+
+def test_a_restart_must_restore_from_the_surviving_volume() -> None:
+    survived = [
+        _record("started", "orders-0", 7, 10.0, tasks={"1_0": 900}),
+        _record("restored", "orders-0", 7, 11.0, task="1_0", role="active", fromOffset=900, toOffset=950),
+    ]
+    assert invariants.rebuilt_state(survived, "orders-0", since=9.0) == []
+    rebuilt = [
+        *survived[:1],
+        _record("restored", "orders-0", 7, 11.0, task="1_0", fromOffset=0, toOffset=950),
+    ]
+    assert invariants.rebuilt_state(rebuilt, "orders-0", 9.0) == [
+        "orders-0 rebuilt 1_0 from offset 0 although its volume held offset 900"
+    ]
+    lost = [_record("started", "orders-0", 8, 10.0, tasks={})]
+    assert invariants.rebuilt_state(lost, "orders-0", 9.0) == [
+        "orders-0 restarted with an empty volume: its state was lost"
+    ]
+    assert invariants.rebuilt_state(lost, "orders-0", 11.0) == ["orders-0 did not restart after 11.000"]
+
+
+def test_gaps_and_overlaps_are_reported_in_words() -> None:
+    records = [
+        {"kind": "lease", "pod": "a", "pid": 1, "task": "0_0", "start": 0.0, "end": 2.0},
+        {"kind": "lease", "pod": "b", "pid": 2, "task": "0_0", "start": 1.5, "end": 3.0},
+    ]
+    assert invariants.concurrent_processing(records) == [
+        "task 0_0 processed by a (pid 1) until 2.000 and by b (pid 2) from 1.500"
+    ]
+    gaps = invariants.unprocessed_seconds(records, ["0_0", "0_1"], 0.0, 10.0)
+    assert gaps == {"0_0": 7.0, "0_1": 10.0}
+    assert invariants.gaps_beyond(gaps, 8.0) == ["task 0_1 went 10.0 s unprocessed (bound 8.0 s)"]
+
+
+def test_the_summary_has_a_line_per_step() -> None:
+    steps = [
+        StepResult(
+            "scale-out", "", started=0.0, settled=12.5, first_generation=3, last_generation=9, max_warmups=2
+        ),
+        StepResult("pod-crash", "", started=20.0, violations=["x"]),
+    ]
+    lines = summary_table(steps).splitlines()
+    assert lines[0].split()[0] == "step" and len(lines) == 3
+    assert lines[1].split() == ["scale-out", "12.5", "s", "3-9", "2", "-", "0"]
+    assert lines[2].split()[:2] == ["pod-crash", "never"] and lines[2].split()[-1] == "1"
