@@ -4,6 +4,7 @@ Natural order ("0_2" before "0_10", "orders-9" before "orders-10") also makes pl
 """
 
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -12,8 +13,12 @@ _TASK_ID = re.compile(r"(\d+)_(\d+)")
 _TASK_IDS = re.compile(r"^(\d+)_(\d+)$", re.MULTILINE)
 
 
+@lru_cache(maxsize=1 << 17)
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key that compares digit runs as numbers and everything else as text."""
+    """Sort key that compares digit runs as numbers and everything else as text.
+
+    Cached: the same few thousand task and pod ids are sorted again at every plan and publication.
+    """
     task = _TASK_ID.fullmatch(text)
     if task is not None:  # the common "<subtopology>_<partition>" shape, without the generic split
         return ((0, int(task[1])), (1, "_"), (0, int(task[2])))
