@@ -4,16 +4,13 @@ The demo and the end-to-end tests both run on it. The API server is served from 
 (so that a test can reach `emulator.faults`), the operator and every pod's worker are processes of their
 own, so that each can be killed, as in a cluster, and real HTTP connects them all.
 
-The operator runs under kopf's own CLI (`kopf run --standalone -m smoothscale.operator.entry`):
-`smoothscale operator --standalone` also names a peering, which makes kopf wait for peering CRDs the
-emulator does not serve.
+The operator is `smoothscale operator --standalone`, exactly as a single-replica Deployment runs it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -31,8 +28,7 @@ from .kubelet import DEFAULT_ZONES, Kubelet
 from .records import read_records
 
 GROUP, VERSION, PLURAL = "smoothscale.io", "v1alpha1", "streamsapps"
-OPERATOR_COMMAND = (sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces")
-OPERATOR_MODULE = "smoothscale.operator.entry"
+OPERATOR_COMMAND = (sys.executable, "-m", "smoothscale.cli", "operator", "--standalone")
 
 
 class Sandbox:
@@ -105,22 +101,19 @@ class Sandbox:
     # -- the operator ---------------------------------------------------------------------------------------
 
     def start_operator(self) -> None:
-        env = {
-            **os.environ,
-            "SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig),
-            "SMOOTHSCALE_STANDALONE": "true",
-            "SMOOTHSCALE_SCRAPE_INTERVAL": str(self._scrape_interval),
-            "SMOOTHSCALE_SCRAPE_TIMEOUT": str(min(2.0, self._scrape_interval)),
-            "SMOOTHSCALE_DEBOUNCE": "0.1",
-            "SMOOTHSCALE_METRICS_HOST": "127.0.0.1",
-            "SMOOTHSCALE_METRICS_PORT": "0",
-            "SMOOTHSCALE_JOURNAL_STDOUT": "false",
-            "SMOOTHSCALE_JOURNAL_FILE": str(self.journal_file),
+        options = {
+            "--kubeconfig": self.kubeconfig,
+            "--scrape-interval": self._scrape_interval,
+            "--scrape-timeout": min(2.0, self._scrape_interval),
+            "--debounce": 0.1,
+            "--metrics-host": "127.0.0.1",
+            "--metrics-port": 0,
+            "--journal-file": self.journal_file,
         }
+        command = [*OPERATOR_COMMAND, *(f"{option}={value}" for option, value in options.items())]
         with self.operator_log.open("ab") as log:
             self.operator = subprocess.Popen(
-                [*OPERATOR_COMMAND, "-m", OPERATOR_MODULE],
-                env=env,
+                [*command, "--no-journal-stdout"],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
