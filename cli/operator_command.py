@@ -61,6 +61,14 @@ import click
     envvar="SMOOTHSCALE_DEBOUNCE",
     help="Seconds to gather a burst of changes into one reconciliation.",
 )
+@click.option(
+    "--startup-grace",
+    type=click.FloatRange(min=0.0),
+    default=30.0,
+    show_default=True,
+    envvar="SMOOTHSCALE_STARTUP_GRACE",
+    help="Seconds a new app's first plan may wait for all its pods to report metrics.",
+)
 @click.option("--metrics-host", default="0.0.0.0", show_default=True, envvar="SMOOTHSCALE_METRICS_HOST")
 @click.option(
     "--metrics-port",
@@ -95,6 +103,7 @@ def operator_command(
     scrape_interval: float,
     scrape_timeout: float,
     debounce: float,
+    startup_grace: float,
     metrics_host: str,
     metrics_port: int,
     no_metrics: bool,
@@ -118,6 +127,7 @@ def operator_command(
         scrape_interval=scrape_interval,
         scrape_timeout=scrape_timeout,
         debounce=debounce,
+        startup_grace=startup_grace,
         metrics_host=metrics_host,
         metrics_port=None if no_metrics else metrics_port,
         journal_stdout=not no_journal_stdout,

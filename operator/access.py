@@ -43,8 +43,9 @@ def _rows(group: str, resource: str, *verbs: str) -> frozenset[Access]:
 
 
 CLIENT_ACCESS: Final[frozenset[Access]] = (
-    # Pods: created when missing, deleted when retired, stopped or restarted, annotated when leaving.
-    _rows("", "pods", "create", "delete", "patch")
+    # Pods: listed every round (never from a cache), created when missing, deleted when retired, stopped or
+    # restarted, annotated when leaving.
+    _rows("", "pods", "list", "create", "delete", "patch")
     # State claims (spec.storage): one per ordinal, deleted on scale-down with deleteOnScaleDown.
     | _rows("", "persistentvolumeclaims", "create", "delete")
     # The assignment ConfigMap: read after a restart, created once, then patched for every generation.

@@ -26,6 +26,8 @@ class OperatorConfig:
     scrape_timeout: float = 2.0
     debounce: float = 0.2
     """Seconds to gather a burst of changes (pods created together, several annotations) into one round."""
+    startup_grace: float = 30.0
+    """Seconds an app's first plan may wait for all its new pods to report metrics."""
     api_timeout: float = 30.0
     metrics_host: str = "0.0.0.0"
     metrics_port: int | None = 8080

@@ -1,7 +1,7 @@
 """What the operator needs to know about one of an app's pods, read once from the pod object.
 
-kopf keeps these small frozen records in its pod index (one watch for all apps), so a reconciliation never
-lists pods and never holds on to whole pod bodies.
+A reconciliation turns the pods it lists into these small frozen records and never holds on to whole pod
+bodies (which may carry secrets in their environment).
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 The operator sees every pod's lag at every scrape, but re-planning on every scrape would let noise in the
 lags move warmups around. So it plans when something relevant changed (the spec, the pods or their zones or
-leaving marks), as soon as a warmup of the last plan has caught up (KIP-441's probing rebalance, triggered
-by the data instead of a timer), and otherwise on the planner's follow-up delay (`probingInterval`, or
-sooner for a scale-down deadline) while the plan is not stable.
+leaving marks), as soon as a copy the last plan is waiting for has caught up (a warmup, or a standby the
+plan wants active: KIP-441's probing rebalance, triggered by the data instead of a timer), and otherwise on
+the planner's follow-up delay (`probingInterval`, or sooner for a scale-down deadline) while the plan is not
+stable.
 
 It never plans on missing data: when a pod that holds tasks in the published generation cannot be scraped,
 planning is held (its tasks are neither promoted elsewhere nor moved), while hand-overs already decided go on.
@@ -29,7 +30,7 @@ class PlanTrigger(StrEnum):
     FIRST = "FirstPlan"
     SPEC_CHANGED = "SpecChanged"
     PODS_CHANGED = "PodsChanged"
-    WARMUP_CAUGHT_UP = "WarmupCaughtUp"
+    CAUGHT_UP = "CaughtUp"
     PROBING_INTERVAL = "ProbingInterval"
 
 
@@ -64,23 +65,30 @@ def fingerprint(clients: Sequence[ClientObservation]) -> Fingerprint:
     )
 
 
-def caught_up_warmups(
-    desired: Mapping[str, ClientAssignment], lags: Mapping[str, Mapping[str, int]], acceptable_lag: int
+def caught_up_moves(
+    plan: Plan, lags: Mapping[str, Mapping[str, int]], acceptable_lag: int
 ) -> list[tuple[str, str]]:
-    """(pod, task) warmups of the last plan whose pod now reports a lag within `acceptable_lag`."""
-    return sorted(
-        (pod, task)
-        for pod, roles in desired.items()
-        for task in roles.warmup
-        if (lag := lags.get(pod, {}).get(task)) is not None and lag <= acceptable_lag
-    )
+    """(pod, task) copies the plan is waiting for that have now caught up: the pod is to run the task (its
+    target) or keep a standby of it, does not yet, and reports a lag within `acceptable_lag`.
+
+    These are warmups, and also standbys that the target makes active: either way the move the plan held
+    back can happen now (KIP-441's probing rebalance, triggered by the data instead of a timer).
+    """
+    ready = []
+    for pod, target in plan.target.items():
+        now = plan.assignment.get(pod, ClientAssignment())
+        reported = lags.get(pod, {})
+        waiting = [t for t in target.active if t not in now.active]
+        waiting += [t for t in target.standby if t not in now.standby and t not in now.active]
+        ready += [(pod, t) for t in waiting if (lag := reported.get(t)) is not None and lag <= acceptable_lag]
+    return sorted(ready)
 
 
 def plan_trigger(
     memory: PlanMemory | None,
     spec_generation: int,
     current: Fingerprint,
-    warmups_caught_up: bool,
+    moves_ready: bool,
     now: datetime,
 ) -> PlanTrigger | None:
     """Why to plan now, or None to keep the last plan."""
@@ -90,8 +98,8 @@ def plan_trigger(
         return PlanTrigger.SPEC_CHANGED
     if memory.fingerprint != current:
         return PlanTrigger.PODS_CHANGED
-    if warmups_caught_up:
-        return PlanTrigger.WARMUP_CAUGHT_UP
+    if moves_ready:
+        return PlanTrigger.CAUGHT_UP
     probe = memory.next_probe
     if probe is not None and probe <= now:
         return PlanTrigger.PROBING_INTERVAL
@@ -109,6 +117,15 @@ def holders(published: Publication) -> set[str]:
 def missing_holders(published: Publication, clients: Collection[str], reported: Collection[str]) -> list[str]:
     """Pods taking part in planning that hold published tasks but reported no metrics this round."""
     return sorted((holders(published) & set(clients)) - set(reported))
+
+
+def first_plan_waits(
+    published: Publication, staying: Collection[str], reported: Collection[str], waited: float, grace: float
+) -> bool:
+    """Hold an app's very first plan while some of its pods have not reported metrics yet (up to `grace`
+    seconds): pods that start together then share the tasks from the first generation on, instead of the
+    first one taking everything and handing most of it over again moments later."""
+    return published.generation == 0 and bool(set(staying) - set(reported)) and waited < grace
 
 
 def desired_reachable(desired: Mapping[str, ClientAssignment], alive: Collection[str]) -> bool:

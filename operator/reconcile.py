@@ -2,7 +2,8 @@
 
 The order matters for safety:
 
-1. read the spec (an invalid one freezes the pod set and planning; hand-overs already decided go on);
+1. read the spec (an invalid one freezes the pod set and planning; hand-overs already decided go on), and
+   list the pods from the API server (never a cache: a pod missing from a cache is not a pod that is gone);
 2. scrape every pod (lags, changelog end offsets, acknowledged generations);
 3. the pod set: stamp, mark or take back leaving pods, delete retired, stopped or restarting pods, create
    missing ones (a name is only reused once no published task names it);
@@ -36,14 +37,15 @@ from . import events as ev
 from . import names
 from .appref import AppRef
 from .kube import KubeError, core_path, group_path
-from .pods import PodInfo, format_time, leaving_since
+from .pods import PodInfo, format_time, leaving_since, pod_info
 from .podset import build_pod, build_state_claim, template_revision
 from .probing import (
     PlanMemory,
     PlanTrigger,
-    caught_up_warmups,
+    caught_up_moves,
     desired_reachable,
     fingerprint,
+    first_plan_waits,
     holders,
     missing_holders,
     plan_trigger,
@@ -65,10 +67,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Observation:
-    """What kopf knows about an app right now: its object, its pods (index), the nodes' zones (index)."""
+    """What kopf knows about an app right now: its object, and the nodes' zones (from kopf's index)."""
 
     body: Mapping[str, Any]
-    pods: Sequence[PodInfo]
     zones: Mapping[str, str]
 
 
@@ -99,13 +100,14 @@ class AppReconciler:
         self.deleted_by_us: set[str] = set()
         self.status: dict[str, Any] | None = None
         self.unreadable: str | None = None
+        self.started_at = context.clock()
 
     # -- the round -----------------------------------------------------------------------------------
 
     async def reconcile(self, seen: Observation) -> None:
         now = self.ctx.clock()
         spec, problems = self._read_spec(seen.body)
-        pods = [p for p in seen.pods if p.ordinal is not None]
+        pods = await self._list_pods()
         self._report_lost(pods)
         if self.published is None:
             self.published = await self._load()
@@ -147,6 +149,18 @@ class AppReconciler:
             return None
         self.unreadable = None
         return published
+
+    async def _list_pods(self) -> list[PodInfo]:
+        """The app's pods, read from the API server every round, never from a cache.
+
+        The hand-over lets a task start elsewhere without waiting when its old owner is gone, so "gone" must
+        be a fact: a watch cache (kopf's index) can miss pods, e.g. the ones created while this replica was
+        paused by peering, and a pod missing from it is not a pod that has stopped.
+        """
+        selector = f"{names.APP_LABEL}={self.app.name},{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
+        listed = await self.ctx.api.get(core_path(self.app.namespace, "pods"), {"labelSelector": selector})
+        pods = (pod_info(item) for item in listed.get("items") or [])
+        return [p for p in pods if p.ordinal is not None]
 
     @property
     def publication(self) -> Publication:
@@ -299,7 +313,7 @@ class AppReconciler:
         generation = int((seen.body.get("metadata") or {}).get("generation") or 0)
         lags = {c.pod: dict(c.lags) for c in clients}
         acceptable = spec.assignment.acceptable_recovery_lag
-        caught_up = caught_up_warmups(self.memory.desired, lags, acceptable) if self.memory else []
+        caught_up = caught_up_moves(self.memory.plan, lags, acceptable) if self.memory else []
         trigger = plan_trigger(self.memory, generation, fingerprint(clients), bool(caught_up), state.now)
         if trigger is None:
             return
@@ -315,6 +329,10 @@ class AppReconciler:
             return
         if not any(c.leaving_since is None for c in clients):
             return  # no pod that stays is scheduled yet: there is nowhere to put tasks
+        staying = [p.name for p in state.pods if not (p.is_leaving or p.deleting or p.stopped)]
+        waited = (state.now - self.started_at).total_seconds()
+        if first_plan_waits(self.publication, staying, reported, waited, self.ctx.config.startup_grace):
+            return
         started = time.perf_counter()
         snapshot = build_snapshot(spec, state.now, clients, self.publication, self.end_offsets)
         result: Plan = await asyncio.to_thread(make_plan, snapshot)

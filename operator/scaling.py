@@ -119,13 +119,14 @@ def plan_pod_set(given: PodSetInput) -> PodSetPlan:
     marks = _marks(given, staying)
     marked = {pod for pod, _ in marks}
     staying_after = [p for p in staying if p.name not in marked]
-    outdated_left = sum(1 for p in staying_after if p.revision != given.revision)
+    current_after = sum(1 for p in staying_after if p.revision == given.revision)
 
     wanted = max(0, given.replicas - len(staying_after))
-    if given.strategy is UpdateStrategy.SWAP and outdated_left:
-        pods_after = len(staying) + len(leaving) + wanted
-        room = given.replicas + given.max_surge - pods_after
-        wanted += min(outdated_left, max(0, room))
+    if given.strategy is UpdateStrategy.SWAP:
+        # New-revision pods still to come for the old ones that stay, within the surge allowance.
+        replacements = given.replicas - current_after - wanted
+        room = given.replicas + given.max_surge - (len(staying) + len(leaving) + wanted)
+        wanted += max(0, min(replacements, room))
 
     restart = _restart(given, running, staying_after, wanted)
     create = _free_ordinals(given, wanted)
@@ -175,21 +176,20 @@ def _taken_back(
 
 
 def _marks(given: PodSetInput, staying: Sequence[PodInfo]) -> list[tuple[str, str]]:
-    current = [p for p in staying if p.revision == given.revision]
+    """Current pods beyond `replicas` (highest ordinals), and old-revision pods: all of them in a rolling
+    restart's scale-down, or in a swap as many as ready current pods stand in for."""
+    current = _by_ordinal_desc([p for p in staying if p.revision == given.revision])
     outdated = _by_ordinal_desc([p for p in staying if p.revision != given.revision])
-    swap = given.strategy is UpdateStrategy.SWAP
-    outdated_reason = LeavingReason.SWAP if swap else LeavingReason.SCALE_DOWN
-    if len(current) >= given.replicas:
-        extra = _by_ordinal_desc(current)[: len(current) - given.replicas]
-        return [(p.name, outdated_reason) for p in outdated] + [
-            (p.name, LeavingReason.SCALE_DOWN) for p in extra
-        ]
-    if swap:
-        ready = sum(1 for p in current if p.ready)
-        count = ready + len(outdated) - given.replicas
+    extra = current[: max(0, len(current) - given.replicas)]
+    kept = current[len(extra) :]
+    if given.strategy is UpdateStrategy.SWAP:
+        covered = sum(1 for p in kept if p.ready)
+        reason = LeavingReason.SWAP
     else:
-        count = len(staying) - given.replicas
-    return [(p.name, outdated_reason) for p in outdated[: max(0, count)]]
+        covered = len(kept)
+        reason = LeavingReason.SCALE_DOWN
+    count = min(len(outdated), max(0, covered + len(outdated) - given.replicas))
+    return [(p.name, reason) for p in outdated[:count]] + [(p.name, LeavingReason.SCALE_DOWN) for p in extra]
 
 
 def _restart(
@@ -204,20 +204,21 @@ def _restart(
 
 
 def _free_ordinals(given: PodSetInput, count: int) -> list[int]:
-    """The `count` lowest ordinals no pod has (a deleted one keeps its ordinal until it is gone).
+    """The `count` lowest ordinals no running pod has.
 
-    An ordinal the published assignment still names is not skipped but waited for: the pod it would get
-    is created once a generation no longer names it (a round later), so that a lost or restarted pod comes
-    back under its own name, with its own claim.
+    An ordinal whose pod is still going away (being deleted, or stopped) or that the published assignment
+    still names is not skipped but waited for: its pod is created a round or two later, so that a lost,
+    stopped or restarted pod comes back under its own name, with its own claim.
     """
-    existing = {p.ordinal for p in given.pods if p.ordinal is not None}
-    named = {names.ordinal_of(given.app, pod) for pod in given.holding}
+    running = {p.ordinal for p in given.pods if not (p.deleting or p.stopped)}
+    waited = {p.ordinal for p in given.pods if p.deleting or p.stopped}
+    waited |= {names.ordinal_of(given.app, pod) for pod in given.holding}
     out: list[int] = []
     candidate = 0
     while count > 0:
-        if candidate not in existing:
+        if candidate not in running:
             count -= 1
-            if candidate not in named:
+            if candidate not in waited:
                 out.append(candidate)
         candidate += 1
     return out

@@ -9,7 +9,6 @@ import kopf
 
 from ..appref import AppRef
 from ..context import OperatorContext
-from ..pods import PodInfo
 from ..reconcile import AppReconciler, Observation
 from ..resource import names as resource
 from ..runtime import AppRuntime
@@ -27,15 +26,13 @@ def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
         uid: str,
         **kwargs: Any,
     ) -> None:
-        # The indices come as kwargs named after their handlers (see handlers.pods and handlers.nodes).
-        pods_by_app: kopf.Index[tuple[str | None, str], PodInfo] = kwargs["pods_by_app"]
+        # kopf passes an index as the kwarg named after its handler (see handlers.nodes).
         zones_by_node: kopf.Index[str, str] = kwargs["zones_by_node"]
         app = AppRef(namespace or "default", name, uid)
 
         def observe() -> Observation:
-            pods = list(pods_by_app.get((namespace, name), ()))
             zones = {node: zone for node, found in zones_by_node.items() for zone in found}
-            return Observation(body=body, pods=pods, zones=zones)
+            return Observation(body=body, zones=zones)
 
         config = context.config
         runtime = AppRuntime(

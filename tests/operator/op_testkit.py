@@ -26,6 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from smoothscale.assignor.handover import Publication, decode_publication
+from smoothscale.operator.pods import PodInfo
 
 NAMESPACE = "default"
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -68,6 +69,36 @@ def streamsapp(
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": spec,
     }
+
+
+def pod_record(
+    ordinal: int,
+    *,
+    app: str = "orders",
+    revision: str = "r1",
+    leaving: str | None = None,
+    reason: str | None = None,
+    ready: bool = True,
+    phase: str = "Running",
+    deleting: bool = False,
+    node: str | None = "node-0",
+) -> PodInfo:
+    """A pod as the operator's index holds it, for the pure modules' tests."""
+    return PodInfo(
+        name=f"{app}-{ordinal}",
+        uid=f"uid-{ordinal}",
+        app=app,
+        ordinal=ordinal,
+        revision=revision,
+        leaving=leaving,
+        leaving_reason=reason,
+        node=node,
+        ip="10.0.0.1",
+        metrics_port=None,
+        phase=phase,
+        ready=ready,
+        deleting=deleting,
+    )
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 20.0, interval: float = 0.1, what: str = "") -> Any:

@@ -56,6 +56,7 @@ def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
         wait_for(lambda: kube.condition("Stable").get("status") == "True", what="Stable")
         for name in ("orders-0", "orders-1", "orders-2"):
             fake.pod(name).hold = True  # the old owners are slow to let go of their tasks
+        before_scaling = len(read_journal(journal))
         kube.patch_app("orders", {"spec": {"replicas": 5}})
         in_flight = wait_for(
             lambda: (p := kube.publication()) is not None and p.revoking and p, timeout=30, what="a hand-over"
@@ -74,7 +75,7 @@ def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
     generations = fake.generations_seen
     assert generations == sorted(set(generations)), "generations only grow, across the restart"
     assert kube.publication().generation > in_flight.generation
-    records = read_journal(journal)
+    records = read_journal(journal)[before_scaling:]
     moves = Counter(m["task"] for r in records if r["kind"] == "publication" for m in r["moves"])
     assert moves and max(moves.values()) == 1, moves
-    assert sum(1 for r in records if r["kind"] == "plan" and r["reason"] == "FirstPlan") == 2
+    assert [r["reason"] for r in records if r["kind"] == "plan"].count("FirstPlan") == 1, "the restart's"
