@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -33,6 +37,22 @@ ZONES = ("zone-a", "zone-b", "zone-c")
 MANAGED = "app.kubernetes.io/managed-by=smoothscale"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 CHANGELOG = 100_000
+SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
+
+
+@contextmanager
+def operator_process(
+    command: list[str], log: Path, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The operator as a real process (output to `log`); killed on exit unless the caller stopped it."""
+    with log.open("ab") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
 
 
 def streamsapp(

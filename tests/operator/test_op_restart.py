@@ -5,25 +5,17 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from conftest import read_journal
-from op_testkit import FakeCluster, Kubectl, balanced, streamsapp, wait_for
+from op_testkit import SMOOTHSCALE, FakeCluster, Kubectl, balanced, operator_process, streamsapp, wait_for
 
 from smoothscale.operator.emulator import RunningEmulator
 
-SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
 
-
-@contextmanager
-def operator_process(cluster: RunningEmulator, journal: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`smoothscale operator` as a real process; the caller kills it (or it is killed on exit)."""
-    command = [
+def smoothscale_operator(cluster: RunningEmulator, journal: Path) -> list[str]:
+    return [
         SMOOTHSCALE,
         "operator",
         f"--kubeconfig={cluster.kubeconfig}",
@@ -36,21 +28,13 @@ def operator_process(cluster: RunningEmulator, journal: Path, log: Path) -> Iter
         f"--journal-file={journal}",
         "--no-journal-stdout",
     ]
-    with log.open("ab") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
 
 
 def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
     cluster: RunningEmulator, kube: Kubectl, fake: FakeCluster, tmp_path: Path
 ) -> None:
     journal, log = tmp_path / "journal.jsonl", tmp_path / "operator.log"
-    with operator_process(cluster, journal, log) as first:
+    with operator_process(smoothscale_operator(cluster, journal), log) as first:
         kube.apply(streamsapp(replicas=3, partitions=6))
         wait_for(lambda: balanced(kube.publication(), 3, 6), timeout=30, what="balance")
         wait_for(lambda: kube.condition("Stable").get("status") == "True", what="Stable")
@@ -66,7 +50,7 @@ def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
 
     for name in ("orders-0", "orders-1", "orders-2"):
         fake.pod(name).hold = False
-    with operator_process(cluster, journal, log):
+    with operator_process(smoothscale_operator(cluster, journal), log):
         wait_for(
             lambda: balanced(kube.publication(), 5, 6), timeout=30, what="balance on 5 after the restart"
         )

@@ -1,0 +1,142 @@
+"""The objects the operator creates, built by pure functions: pods, state claims, the assignment ConfigMap."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from smoothscale.assignor.handover import Publication, Revocation
+from smoothscale.assignor.models import ClientAssignment
+from smoothscale.operator import names
+from smoothscale.operator.appref import AppRef
+from smoothscale.operator.podset import build_pod, build_state_claim, template_revision
+from smoothscale.operator.publish import (
+    AssignmentUnreadableError,
+    build_assignment_configmap,
+    read_publication,
+)
+from smoothscale.operator.resource import StreamsAppSpec, load_spec
+
+APP = AppRef("streams", "orders", "uid-1")
+
+
+def spec(**changes: Any) -> StreamsAppSpec:
+    raw: dict[str, Any] = {
+        "template": {
+            "metadata": {
+                "labels": {"team": "payments", names.APP_LABEL: "spoofed"},
+                "annotations": {"a": "b"},
+            },
+            "spec": {
+                "containers": [
+                    {"name": "app", "image": "orders:1", "env": [{"name": "SMOOTHSCALE_APP", "value": "x"}]}
+                ]
+            },
+        },
+        "topology": {"subtopologies": [{"name": "0", "partitions": 4}]},
+    }
+    raw.update(changes)
+    return load_spec(raw)
+
+
+def test_a_pod_carries_contract_3s_labels_its_owner_and_the_template() -> None:
+    pod = build_pod(APP, spec(), 2, "abc")
+    meta = pod["metadata"]
+    assert meta["name"] == "orders-2" and meta["namespace"] == "streams"
+    assert meta["labels"] == {
+        "team": "payments",
+        names.NAME_LABEL: "orders",
+        names.MANAGED_BY_LABEL: "smoothscale",
+        names.APP_LABEL: "orders",
+        names.REVISION_LABEL: "abc",
+    }
+    assert meta["annotations"] == {"a": "b"}
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "smoothscale.io/v1alpha1",
+            "kind": "StreamsApp",
+            "name": "orders",
+            "uid": "uid-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert pod["spec"]["hostname"] == "orders-2"
+
+
+def test_a_pod_gets_the_clients_environment_unless_the_template_sets_it() -> None:
+    env = {e["name"]: e for e in build_pod(APP, spec(), 0, "abc")["spec"]["containers"][0]["env"]}
+    assert env[names.APP_ENV]["value"] == "x", "the template's own value wins"
+    assert env[names.POD_NAME_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env[names.NAMESPACE_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env[names.ASSIGNMENT_CONFIGMAP_ENV]["value"] == "orders-assignment"
+
+
+def test_state_lives_in_the_ordinals_claim_with_storage_and_in_an_emptydir_without() -> None:
+    volumes = {v["name"]: v for v in build_pod(APP, spec(), 1, "abc")["spec"]["volumes"]}
+    assert volumes[names.STATE_VOLUME] == {"name": "state", "emptyDir": {}}
+    assert volumes[names.ASSIGNMENT_VOLUME]["configMap"] == {"name": "orders-assignment", "optional": True}
+    assert build_state_claim(APP, spec(), 1) is None
+
+    stored = spec(storage={"size": "10Gi", "storageClassName": "gp3"})
+    volumes = {v["name"]: v for v in build_pod(APP, stored, 1, "abc")["spec"]["volumes"]}
+    assert volumes[names.STATE_VOLUME]["persistentVolumeClaim"] == {"claimName": "orders-state-1"}
+    claim = build_state_claim(APP, stored, 1)
+    assert claim is not None and claim["metadata"]["name"] == "orders-state-1"
+    assert claim["spec"] == {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "10Gi"}},
+        "storageClassName": "gp3",
+    }
+
+
+def test_the_revision_changes_with_the_template_only() -> None:
+    assert template_revision(spec()) == template_revision(spec(replicas=7))
+    other = spec(template={"spec": {"containers": [{"name": "app", "image": "orders:2"}]}})
+    assert template_revision(other) != template_revision(spec())
+    assert len(template_revision(spec())) == 10
+
+
+def test_the_configmap_round_trips_a_publication() -> None:
+    publication = Publication(
+        generation=7,
+        assignment={
+            "orders-0": ClientAssignment(active=["0_1"], standby=["0_2"]),
+            "orders-1": ClientAssignment(),
+        },
+        revoking={"0_3": Revocation(owner="orders-1", generation=7)},
+    )
+    configmap = build_assignment_configmap(APP, publication)
+    assert configmap["metadata"]["name"] == "orders-assignment"
+    assert configmap["data"] == {"generation": "7"}
+    assert read_publication(configmap) == publication
+
+
+@pytest.mark.parametrize(
+    "binary",
+    [
+        {},
+        {names.ASSIGNMENT_KEY: "not base64!"},
+        {names.ASSIGNMENT_KEY: base64.b64encode(b"not gzip").decode()},
+    ],
+)
+def test_a_configmap_without_a_publication_is_unreadable(binary: dict[str, str]) -> None:
+    with pytest.raises(AssignmentUnreadableError):
+        read_publication({"binaryData": binary})
+
+
+def test_fifty_thousand_tasks_fit_in_a_configmap() -> None:
+    """Contract 3: 50,000 tasks (with a standby each) over 1,000 pods, far below the 1 MiB object limit."""
+    tasks = [f"{sub}_{partition}" for sub in range(10) for partition in range(5_000)]
+    active: dict[str, list[str]] = {f"orders-{pod}": [] for pod in range(1_000)}
+    standby: dict[str, list[str]] = {f"orders-{pod}": [] for pod in range(1_000)}
+    for index, task in enumerate(tasks):
+        active[f"orders-{index % 1000}"].append(task)
+        standby[f"orders-{(index + 1) % 1000}"].append(task)
+    roles = {pod: ClientAssignment(active=active[pod], standby=standby[pod]) for pod in active}
+    configmap = build_assignment_configmap(APP, Publication(generation=1, assignment=roles))
+    size = len(json.dumps(configmap))
+    assert size < 512 * 1024, f"{size} bytes"

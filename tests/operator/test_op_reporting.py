@@ -1,0 +1,250 @@
+"""What the operator reports: status and conditions, Events, the journal, its own metrics, its settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiohttp
+from op_testkit import pod_record
+
+from smoothscale.assignor.handover import EMPTY, Publication, Revocation
+from smoothscale.assignor.models import ClientAssignment, PlanStats
+from smoothscale.operator.appref import AppRef
+from smoothscale.operator.config import OperatorConfig
+from smoothscale.operator.events import EventType, publication_event, scrape_events, spec_events
+from smoothscale.operator.journal import Journal
+from smoothscale.operator.metrics import OperatorMetrics, serve_metrics
+from smoothscale.operator.scrape import FailureReason, PodMetrics, ScrapeFailure
+from smoothscale.operator.status import Leaving, PlanOutcome, Problem, StatusInput, build_status
+
+NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+APP = AppRef("default", "orders", "uid-1")
+STATS = PlanStats(
+    cross_rack_cost=20,
+    active_imbalance=1.0,
+    moved_actives=0,
+    warmups=0,
+    target_cross_rack_cost=0,
+    target_active_imbalance=0.0,
+)
+RUNNING = Publication(
+    generation=4,
+    assignment={
+        "orders-0": ClientAssignment(active=["0_0", "0_1"], standby=["0_2"]),
+        "orders-1": ClientAssignment(active=["0_2"], standby=["0_0", "0_1"]),
+    },
+)
+STABLE = PlanOutcome(stable=True, stats=STATS, next_probe=None, probe_reason=None)
+
+
+def status_input(**changes: object) -> StatusInput:
+    given = StatusInput(
+        app="orders",
+        observed_generation=3,
+        replicas=2,
+        tasks=3,
+        pods=[pod_record(0), pod_record(1)],
+        published=RUNNING,
+        plan=STABLE,
+        settled=True,
+        leaving=[],
+        lag_total=12,
+        lag_max_task=10,
+        degraded=None,
+        invalid_spec=None,
+        previous=None,
+        now=NOW,
+    )
+    return dataclasses.replace(given, **changes)  # type: ignore[arg-type]
+
+
+def conditions(status: object) -> dict[str, tuple[str, str]]:
+    return {c.type: (c.status, c.reason) for c in status.conditions}  # type: ignore[attr-defined]
+
+
+def test_a_converged_app_is_ready_and_stable() -> None:
+    status = build_status(status_input())
+    assert status.phase == "Running"
+    assert conditions(status) == {
+        "Ready": ("True", "AllTasksRunning"),
+        "Stable": ("True", "Converged"),
+        "Migrating": ("False", "NoTasksMoving"),
+        "ScalingDown": ("False", "NoPodsLeaving"),
+        "Degraded": ("False", "AllPodsReporting"),
+        "InvalidSpec": ("False", "SpecValid"),
+    }
+    assert all(c.observed_generation == 3 for c in status.conditions)
+    assert (status.replicas, status.ready_replicas, status.selector) == (2, 2, "smoothscale.io/app=orders")
+    assert status.assignment is not None
+    assert (
+        status.assignment.generation,
+        status.assignment.active_tasks,
+        status.assignment.standby_tasks,
+    ) == (4, 3, 3)
+    assert status.assignment.cross_rack_cost == 20 and status.probing is None
+    assert status.lag is not None and (status.lag.total, status.lag.max_task) == (12, 10)
+    body = status.model_dump(mode="json", by_alias=True)
+    assert body["conditions"][0]["lastTransitionTime"] == "2026-11-21T10:00:00Z"
+
+
+def test_a_migration_reports_probing_leaving_pods_and_hand_overs() -> None:
+    probe = NOW + timedelta(minutes=10)
+    moving = RUNNING.model_copy(
+        update={
+            "assignment": {
+                **RUNNING.assignment,
+                "orders-0": ClientAssignment(active=["0_0"], standby=["0_2"]),
+            },
+            "revoking": {"0_1": Revocation(owner="orders-0", generation=4)},
+        }
+    )
+    status = build_status(
+        status_input(
+            published=moving,
+            plan=PlanOutcome(
+                stable=False, stats=STATS, next_probe=probe, probe_reason="1 warmup(s) restoring"
+            ),
+            settled=False,
+            pods=[pod_record(0, leaving="2026-11-21T09:59:00Z"), pod_record(1), pod_record(2)],
+            leaving=[Leaving("orders-0", NOW - timedelta(minutes=1), NOW + timedelta(minutes=9))],
+        )
+    )
+    assert status.phase == "ScalingDown"
+    found = conditions(status)
+    assert found["Migrating"] == ("True", "HandOverInProgress")
+    assert found["Stable"] == ("False", "HandOverInProgress")
+    assert found["ScalingDown"] == ("True", "PodsLeaving")
+    assert found["Ready"] == ("False", "TasksUnassigned")
+    assert status.probing is not None and status.probing.next_probe_time == probe
+    assert status.leaving[0].pod == "orders-0" and status.leaving[0].deadline == NOW + timedelta(minutes=9)
+    assert status.autoscaling is not None and status.autoscaling.migrating
+
+
+def test_problems_win_the_phase_and_transition_times_move_only_on_change() -> None:
+    first = build_status(status_input())
+    later = NOW + timedelta(minutes=5)
+    same = build_status(status_input(previous=first, now=later))
+    assert same.conditions == first.conditions
+    degraded = build_status(
+        status_input(
+            previous=first, now=later, degraded=Problem("MetricsUnavailable", "no metrics from orders-1")
+        )
+    )
+    assert degraded.phase == "Degraded"
+    by_type = {c.type: c for c in degraded.conditions}
+    assert by_type["Degraded"].last_transition_time == later
+    assert by_type["Ready"].last_transition_time == NOW
+    invalid = build_status(status_input(degraded=Problem("X", "y"), invalid_spec=Problem("SpecInvalid", "z")))
+    assert invalid.phase == "Invalid"
+    not_ready = build_status(status_input(pods=[pod_record(0), pod_record(1, ready=False)], plan=None))
+    assert conditions(not_ready)["Ready"] == ("False", "PodsNotReady")
+    assert conditions(not_ready)["Stable"] == ("Unknown", "NotPlanned")
+
+
+def test_each_generation_gets_one_event_named_after_its_most_notable_step() -> None:
+    placed = publication_event(EMPTY, RUNNING)
+    assert (placed.type, placed.reason) == (EventType.NORMAL, "TasksPlaced")
+    warming = RUNNING.model_copy(
+        update={
+            "generation": 5,
+            "assignment": {**RUNNING.assignment, "orders-2": ClientAssignment(warmup=["0_1"])},
+        }
+    )
+    assert publication_event(RUNNING, warming).reason == "WarmupsStarted"
+    revoking = warming.model_copy(
+        update={
+            "generation": 6,
+            "assignment": {
+                **warming.assignment,
+                "orders-0": ClientAssignment(active=["0_0"], standby=["0_2"]),
+            },
+            "revoking": {"0_1": Revocation(owner="orders-0", generation=6)},
+        }
+    )
+    started = publication_event(warming, revoking)
+    assert started.reason == "HandOverStarted" and "0_1 from orders-0" in started.message
+    moved = revoking.model_copy(
+        update={
+            "generation": 7,
+            "assignment": {**revoking.assignment, "orders-2": ClientAssignment(active=["0_1"])},
+            "revoking": {},
+        }
+    )
+    done = publication_event(revoking, moved)
+    assert done.reason == "TasksMoved" and "0_1 on orders-2" in done.message
+    assert done.message.startswith("generation 7:")
+
+
+def test_metrics_failures_and_spec_problems_are_reported_when_they_start_and_end() -> None:
+    failure = ScrapeFailure(FailureReason.UNREACHABLE, "GET ...: refused")
+    started = scrape_events(set(), {"orders-1": failure}, {"orders-1": failure})
+    assert [(e.type, e.reason) for e in started] == [(EventType.WARNING, "MetricsUnavailable")]
+    assert scrape_events({"orders-1"}, {"orders-1": failure}, {"orders-1": failure}) == []
+    recovered = scrape_events({"orders-1"}, {}, {"orders-1": PodMetrics()})
+    assert [e.reason for e in recovered] == ["MetricsRecovered"]
+    assert scrape_events({"orders-1"}, {}, {}) == [], "a pod that is gone did not recover"
+
+    invalid = spec_events(None, ["spec.replicas: bad"])
+    assert [(e.type, e.reason) for e in invalid] == [(EventType.WARNING, "InvalidSpec")]
+    assert spec_events(["spec.replicas: bad"], ["spec.replicas: bad"]) == []
+    assert [e.reason for e in spec_events(["spec.replicas: bad"], None)] == ["SpecValid"]
+
+
+def test_the_journal_writes_one_json_object_per_line(tmp_path: Path) -> None:
+    path = tmp_path / "journal" / "operator.jsonl"
+    journal = Journal(stdout=False, path=path, clock=lambda: NOW)
+    journal.record("plan", APP, 3, reason="FirstPlan", stable=True)
+    journal.record("scaling", APP, 3, step="create", pod="orders-0", reason="MissingPod")
+    journal.close()
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records[0] == {
+        "ts": "2026-11-21T10:00:00Z",
+        "kind": "plan",
+        "namespace": "default",
+        "app": "orders",
+        "generation": 3,
+        "reason": "FirstPlan",
+        "stable": True,
+    }
+    assert records[1]["step"] == "create"
+
+
+async def test_the_operators_metrics_are_served_and_forgotten_with_their_app() -> None:
+    metrics = OperatorMetrics()
+    metrics.plan_duration.labels("default", "orders").observe(0.02)
+    metrics.generation.labels("default", "orders").set(7)
+    metrics.scrape_failures.labels("default", "orders", "Unreachable").inc()
+    metrics.pods_leaving.labels("default", "other").set(1)
+    async with (
+        serve_metrics(metrics, "127.0.0.1", 0) as port,
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as response,
+    ):
+        text = await response.text()
+    assert 'smoothscale_operator_assignment_generation{app="orders",namespace="default"} 7.0' in text
+    assert 'smoothscale_operator_plan_duration_seconds_count{app="orders",namespace="default"} 1.0' in text
+    assert "smoothscale_operator_scrape_failures_total" in text
+    metrics.forget(APP)
+    text = metrics.exposition().decode()
+    assert 'app="orders"' not in text and 'app="other"' in text
+
+
+def test_settings_come_from_smoothscale_environment_variables() -> None:
+    config = OperatorConfig.from_env(
+        {
+            "SMOOTHSCALE_KUBECONFIG": "/tmp/kubeconfig",
+            "SMOOTHSCALE_SCRAPE_INTERVAL": "2.5",
+            "SMOOTHSCALE_STANDALONE": "true",
+            "SMOOTHSCALE_NAMESPACES": "streams, batch",
+            "SMOOTHSCALE_METRICS_PORT": "off",
+            "SMOOTHSCALE_PRIORITY": "7",
+            "OTHER": "ignored",
+        }
+    )
+    assert config.kubeconfig == Path("/tmp/kubeconfig")
+    assert (config.scrape_interval, config.standalone, config.namespaces) == (2.5, True, ("streams", "batch"))
+    assert config.metrics_port is None and config.priority == 7
+    assert OperatorConfig.from_env({}) == OperatorConfig()

@@ -1,0 +1,137 @@
+"""Lag collection: parsing Contract 3's metrics, and scraping many pods at once with timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from op_testkit import pod_record
+
+from smoothscale.operator.resource import MetricNames, MetricsSpec
+from smoothscale.operator.scrape import (
+    FailureReason,
+    InvalidMetricsError,
+    PodMetrics,
+    ScrapeFailure,
+    Scraper,
+    metrics_url,
+    parse_metrics,
+)
+
+NAMES = MetricNames()
+EXPOSITION = """\
+# HELP smoothscale_task_lag Offsets behind the changelog end.
+# TYPE smoothscale_task_lag gauge
+smoothscale_task_lag{task="0_1",store="counts"} 5
+smoothscale_task_lag{task="0_1",store="totals"} 7
+smoothscale_task_lag{task="1_0"} 0
+smoothscale_task_changelog_end_offset{task="0_1"} 1000
+smoothscale_assignment_generation 12
+process_cpu_seconds_total 3.5
+"""
+
+
+def test_lags_are_summed_over_a_tasks_stores() -> None:
+    assert parse_metrics(EXPOSITION, NAMES) == PodMetrics(
+        lags={"0_1": 12, "1_0": 0}, end_offsets={"0_1": 1000}, generation=12
+    )
+
+
+def test_an_app_may_use_other_metric_names() -> None:
+    names = MetricNames(task_lag="app_lag", changelog_end_offset="app_end", assignment_generation="app_gen")
+    text = 'app_lag{task="0_0"} 3\napp_end{task="0_0"} 9\napp_gen 2\nsmoothscale_task_lag{task="0_1"} 1\n'
+    assert parse_metrics(text, names) == PodMetrics(lags={"0_0": 3}, end_offsets={"0_0": 9}, generation=2)
+
+
+def test_a_pod_that_reports_nothing_yet_is_not_an_error() -> None:
+    assert parse_metrics("", NAMES) == PodMetrics()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<html>Service Unavailable</html>",
+        'smoothscale_task_lag{task="0_1"} -3',
+        'smoothscale_task_lag{task="0_1"} NaN',
+        "smoothscale_assignment_generation +Inf",
+        "garbage {{{",
+    ],
+)
+def test_garbage_is_invalid(text: str) -> None:
+    with pytest.raises(InvalidMetricsError):
+        parse_metrics(text, NAMES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_parses_or_is_invalid_never_crashes(text: str) -> None:
+    try:
+        result = parse_metrics(text, NAMES)
+    except InvalidMetricsError:
+        return
+    assert all(lag >= 0 for lag in result.lags.values())
+
+
+def test_the_metrics_address_is_the_pods_ip_with_an_optional_port_override() -> None:
+    metrics = MetricsSpec(port=8080, path="/metrics")
+    pod = pod_record(0)
+    assert metrics_url(pod, metrics) == "http://10.0.0.1:8080/metrics"
+    assert (
+        metrics_url(dataclasses.replace(pod, metrics_port=41000), metrics) == "http://10.0.0.1:41000/metrics"
+    )
+    assert metrics_url(dataclasses.replace(pod, ip="fd00::1"), metrics) == "http://[fd00::1]:8080/metrics"
+    assert metrics_url(dataclasses.replace(pod, ip=None), metrics) is None
+
+
+@pytest.fixture()
+async def endpoints() -> AsyncIterator[str]:
+    """One local server with an endpoint per behaviour."""
+
+    async def ok(_: web.Request) -> web.Response:
+        return web.Response(text=EXPOSITION)
+
+    async def failing(_: web.Request) -> web.Response:
+        return web.Response(status=500, text="boom")
+
+    async def slow(_: web.Request) -> web.Response:
+        await asyncio.sleep(1.5)
+        return web.Response(text=EXPOSITION)
+
+    async def garbage(_: web.Request) -> web.Response:
+        return web.Response(body=b"\x00\xff{{{ not prometheus")
+
+    application = web.Application()
+    for path, handler in (("/ok", ok), ("/failing", failing), ("/slow", slow), ("/garbage", garbage)):
+        application.router.add_get(path, handler)
+    runner = web.AppRunner(application, shutdown_timeout=0.1, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    await runner.cleanup()
+
+
+async def test_pods_are_scraped_concurrently_and_failures_are_results(endpoints: str) -> None:
+    scraper = Scraper(timeout=0.3)
+    urls = {f"pod-{name}": f"{endpoints}/{name}" for name in ("ok", "failing", "slow", "garbage")}
+    urls["pod-gone"] = "http://127.0.0.1:9/metrics"
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        results = await scraper.scrape_all(urls, NAMES)
+    finally:
+        await scraper.close()
+    assert loop.time() - started < 1.0, "one slow pod costs one timeout, not one per pod"
+    assert results["pod-ok"] == parse_metrics(EXPOSITION, NAMES)
+    reasons = {pod: r.reason for pod, r in results.items() if isinstance(r, ScrapeFailure)}
+    assert reasons == {
+        "pod-failing": FailureReason.HTTP_ERROR,
+        "pod-slow": FailureReason.UNREACHABLE,
+        "pod-garbage": FailureReason.INVALID_METRICS,
+        "pod-gone": FailureReason.UNREACHABLE,
+    }
