@@ -14,11 +14,12 @@ from typing import Any
 import kubernetes
 import pytest
 from kopf.testing import KopfRunner
-from op_testkit import FakeCluster, Kubectl
+from op_testkit import Kubectl
 
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 from smoothscale.operator.main import build_registry
 
 
@@ -40,8 +41,8 @@ def kube(k8s: kubernetes.client.ApiClient) -> Kubectl:
 
 
 @pytest.fixture()
-def fake(cluster: RunningEmulator) -> Iterator[FakeCluster]:
-    with FakeCluster(cluster.url) as running:
+def fake(cluster: RunningEmulator) -> Iterator[FakeKubelet]:
+    with FakeKubelet(cluster.url, catch_up_lag=1000) as running:
         yield running
     assert running.violations == [], running.violations
 

@@ -7,15 +7,16 @@ import signal
 import sys
 from pathlib import Path
 
-from op_testkit import FakeCluster, Kubectl, balanced, operator_process, streamsapp, wait_for
+from op_testkit import Kubectl, balanced, operator_process, streamsapp, wait_for
 
 from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
 KOPF = str(Path(sys.executable).with_name("kopf"))
 
 
 def test_kopf_run_with_the_entry_module_runs_the_operator_from_environment_settings(
-    cluster: RunningEmulator, kube: Kubectl, fake: FakeCluster, tmp_path: Path
+    cluster: RunningEmulator, kube: Kubectl, fake: FakeKubelet, tmp_path: Path
 ) -> None:
     env = {
         **os.environ,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 
-from op_testkit import FakeCluster, Kubectl, actives, balanced, streamsapp, wait_for
+from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
+
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
 
 def test_a_lost_pod_is_replaced_under_its_name_after_its_tasks_moved(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
@@ -29,7 +31,7 @@ def test_a_lost_pod_is_replaced_under_its_name_after_its_tasks_moved(
 
 
 def test_a_pod_without_metrics_holds_planning_and_degrades_the_app(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
@@ -56,7 +58,7 @@ def test_a_pod_without_metrics_holds_planning_and_degrades_the_app(
         assert "MetricsRecovered" in kube.reasons()
 
 
-def test_garbage_metrics_are_reported_not_trusted(kube: Kubectl, fake: FakeCluster, run_operator) -> None:
+def test_garbage_metrics_are_reported_not_trusted(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
     with run_operator() as context:
         kube.apply(streamsapp(replicas=2, partitions=4))
         wait_for(lambda: balanced(kube.publication(), 2, 4), what="balance")
@@ -73,7 +75,7 @@ def test_garbage_metrics_are_reported_not_trusted(kube: Kubectl, fake: FakeClust
 
 
 def test_an_invalid_spec_freezes_the_app_on_its_last_good_assignment(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from op_testkit import FakeCluster, Kubectl, actives, balanced, streamsapp, wait_for
+from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
+
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
 
-def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeCluster, run_operator) -> None:
+def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
         wait_for(lambda: len(kube.pods()) == 3, what="3 pods")
@@ -31,7 +33,7 @@ def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeClust
         assert "PodsCreated" in kube.reasons()
 
 
-def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeCluster, run_operator) -> None:
+def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
         before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
@@ -56,7 +58,7 @@ def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeCl
 
 
 def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=5, partitions=10))
@@ -84,7 +86,7 @@ def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
 
 
 def test_scale_down_timeout_hands_tasks_to_the_most_caught_up_pods(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=4, partitions=8, standbys=0, scaling={"scaleDownTimeout": "2s"}))

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import read_journal
 from kopf.testing import KopfRunner
-from op_testkit import FakeCluster, Kubectl, balanced, streamsapp, wait_for
+from op_testkit import Kubectl, balanced, streamsapp, wait_for
 
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 from smoothscale.operator.main import build_registry
 
 
@@ -38,7 +39,7 @@ def _peers(kube: Kubectl) -> dict[str, object]:
 
 
 def test_only_the_replica_with_the_highest_priority_acts(
-    kube: Kubectl, fake: FakeCluster, operator_config: OperatorConfig, tmp_path: Path
+    kube: Kubectl, fake: FakeKubelet, operator_config: OperatorConfig, tmp_path: Path
 ) -> None:
     low_journal, high_journal = tmp_path / "low.jsonl", tmp_path / "high.jsonl"
     low = dataclasses.replace(operator_config, standalone=False, journal_file=low_journal)

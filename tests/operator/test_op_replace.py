@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from op_testkit import FakeCluster, Kubectl, actives, balanced, streamsapp, wait_for
+from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 from smoothscale.operator.pods import parse_time
 
 
@@ -12,7 +13,7 @@ def _revisions(kube: Kubectl) -> dict[str, str]:
 
 
 def test_manual_drain_replaces_the_pod_and_keeps_replicas(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
@@ -40,7 +41,7 @@ def test_manual_drain_replaces_the_pod_and_keeps_replicas(
 
 
 def test_swap_surges_new_pods_then_retires_the_old_ones(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
         kube.apply(
@@ -69,7 +70,7 @@ def test_swap_surges_new_pods_then_retires_the_old_ones(
 
 
 def test_rolling_restart_restarts_one_pod_at_a_time_in_place(
-    kube: Kubectl, fake: FakeCluster, run_operator
+    kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     fake.keep_state = True  # the claims survive the restarts
     with run_operator():

@@ -9,9 +9,10 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import read_journal
-from op_testkit import SMOOTHSCALE, FakeCluster, Kubectl, balanced, operator_process, streamsapp, wait_for
+from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, streamsapp, wait_for
 
 from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
 
 def smoothscale_operator(cluster: RunningEmulator, journal: Path) -> list[str]:
@@ -31,7 +32,7 @@ def smoothscale_operator(cluster: RunningEmulator, journal: Path) -> list[str]:
 
 
 def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
-    cluster: RunningEmulator, kube: Kubectl, fake: FakeCluster, tmp_path: Path
+    cluster: RunningEmulator, kube: Kubectl, fake: FakeKubelet, tmp_path: Path
 ) -> None:
     journal, log = tmp_path / "journal.jsonl", tmp_path / "operator.log"
     with operator_process(smoothscale_operator(cluster, journal), log) as first:
@@ -56,7 +57,7 @@ def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
         )
         wait_for(lambda: kube.condition("Stable").get("status") == "True", what="Stable")
 
-    generations = fake.generations_seen
+    generations = fake.generations("orders")
     assert generations == sorted(set(generations)), "generations only grow, across the restart"
     assert kube.publication().generation > in_flight.generation
     records = read_journal(journal)[before_scaling:]
