@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -78,6 +79,8 @@ class FakeKubelet:
         restore_rate: float = 400_000,
         changelog: int = 100_000,
         catch_up_lag: int = 1_000,
+        restore_jitter: float = 0.0,
+        seed: int = 0,
         tick: float = 0.05,
     ) -> None:
         self.url = url
@@ -85,7 +88,9 @@ class FakeKubelet:
         self.restore_rate = restore_rate
         self.changelog = changelog
         self.catch_up_lag = catch_up_lag
+        self.restore_jitter = restore_jitter
         self.tick = tick
+        self._random = random.Random(seed)
         self.keep_state = False
         self.not_ready: set[str] = set()
         self.pods: dict[str, FakePod] = {}
@@ -256,7 +261,8 @@ class FakeKubelet:
             pod.standby = set(roles.standby) if roles else set()
             pod.warmup = set(roles.warmup) if roles else set()
             for task in pod.held():
-                pod.lags.setdefault(task, float(self.changelog))
+                if task not in pod.lags:
+                    pod.lags[task] = self.changelog * (1 - self.restore_jitter * self._random.random())
             pod.generation = publication.generation
 
     def _restore(self, elapsed: float) -> None:

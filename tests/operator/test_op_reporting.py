@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.events import EventType, publication_event, scrape_events, spec_events
 from smoothscale.operator.journal import Journal
 from smoothscale.operator.metrics import OperatorMetrics, serve_metrics
+from smoothscale.operator.reporting import LAG_REFRESH_SECONDS, AppReporter, active_lag, leaving_pods
 from smoothscale.operator.scrape import FailureReason, PodMetrics, ScrapeFailure
 from smoothscale.operator.status import Leaving, PlanOutcome, Problem, StatusInput, build_status
 
@@ -248,3 +250,50 @@ def test_settings_come_from_smoothscale_environment_variables() -> None:
     assert (config.scrape_interval, config.standalone, config.namespaces) == (2.5, True, ("streams", "batch"))
     assert config.metrics_port is None and config.priority == 7
     assert OperatorConfig.from_env({}) == OperatorConfig()
+
+
+class _RecordingApi:
+    def __init__(self) -> None:
+        self.patches: list[dict[str, object]] = []
+
+    async def patch(self, path: str, body: dict[str, object]) -> dict[str, object]:
+        self.patches.append(body)
+        return body
+
+
+async def test_a_change_of_lag_alone_is_written_at_most_every_refresh_interval() -> None:
+    api = _RecordingApi()
+    context = types.SimpleNamespace(api=api, metrics=OperatorMetrics())
+    reporter = AppReporter(APP, context, lambda: 4)  # type: ignore[arg-type]
+    first = build_status(status_input())
+    await reporter.write_status(first, NOW)
+    await reporter.write_status(build_status(status_input(previous=first)), NOW + timedelta(seconds=1))
+    assert len(api.patches) == 1, "nothing changed"
+    soon = NOW + timedelta(seconds=5)
+    await reporter.write_status(build_status(status_input(lag_total=900, now=soon, previous=first)), soon)
+    assert len(api.patches) == 1, "only the lag moved"
+    later = NOW + timedelta(seconds=LAG_REFRESH_SECONDS)
+    await reporter.write_status(build_status(status_input(lag_total=900, now=later, previous=first)), later)
+    assert len(api.patches) == 2
+    problem = Problem("MetricsUnavailable", "x")
+    await reporter.write_status(
+        build_status(status_input(degraded=problem, now=later, previous=first)), later
+    )
+    assert len(api.patches) == 3, "anything else is written at once"
+
+
+def test_the_active_lag_and_the_leaving_pods_for_status() -> None:
+    results = {
+        "orders-0": PodMetrics(lags={"0_0": 5, "0_1": 7, "0_2": 100}),
+        "orders-1": ScrapeFailure(FailureReason.UNREACHABLE, "down"),
+    }
+    assert active_lag(RUNNING, results) == (12, 7), "standbys' lags do not count, unknown ones are left out"
+    pods = [
+        pod_record(0, leaving="2026-11-21T09:50:00Z"),
+        pod_record(1),
+        pod_record(2, leaving="x", deleting=True),
+    ]
+    assert leaving_pods(pods, 600) == [
+        Leaving("orders-0", NOW - timedelta(minutes=10), NOW),
+    ]
+    assert leaving_pods(pods, None)[0].deadline is None

@@ -1,0 +1,310 @@
+"""Operator benchmark (issue "Operator core"): how fast it reacts, and what a steady fleet costs.
+
+Against the API emulator, with pods faked in memory (`FakeKubelet`) and the operator as a real process
+(`smoothscale operator`), so that its CPU time and RSS are its own (read from /proc: Linux only):
+
+1. scale-up reaction: from a `replicas` change to the new pod existing and a published generation naming it
+   (median of several scale-ups of one app; budget 2 s);
+2. probing reaction: from a warmup's metrics first showing a lag within `acceptableRecoveryLag` to the first
+   generation that acts on it (revokes the task from its old owner, or makes the warmup a standby or the
+   active), with the operator scraping every `SCRAPE_INTERVAL` seconds (budget: that interval + 1 s);
+3. steady state: 100 apps of 10 pods each, all converged, at the default scrape interval (5 s): the
+   operator's CPU share (percent of one core) and RSS over a measurement window.
+
+The generations are observed by polling the ConfigMap every 20 ms, which bounds the timing resolution. The
+last line is one JSON object of figures.
+
+    python benchmarks/operator_bench.py            # everything (a few minutes)
+    python benchmarks/operator_bench.py --quick    # fewer repeats, 20 apps
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+
+from smoothscale.assignor.handover import Publication, decode_publication
+from smoothscale.assignor.models import ClientAssignment
+from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+
+SCRAPE_INTERVAL = 1.0
+STEADY_SCRAPE_INTERVAL = 5.0
+ACCEPTABLE_LAG = 1_000
+SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
+NAMESPACE = "default"
+NOTHING = ClientAssignment()
+
+
+def streamsapp(name: str, replicas: int, partitions: int, probing: str = "10m") -> dict[str, Any]:
+    return {
+        "apiVersion": "smoothscale.io/v1alpha1",
+        "kind": "StreamsApp",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "template": {"spec": {"containers": [{"name": "app", "image": f"example/{name}:1"}]}},
+            "topology": {"subtopologies": [{"name": "0", "partitions": partitions}]},
+            "assignment": {
+                "numStandbys": 1,
+                "acceptableRecoveryLag": ACCEPTABLE_LAG,
+                "maxWarmupReplicas": 4,
+                "probingInterval": probing,
+            },
+        },
+    }
+
+
+@dataclass
+class Cluster:
+    running: RunningEmulator
+    pods: FakeKubelet
+    core: Any
+    custom: Any
+
+    def apply(self, body: dict[str, Any]) -> None:
+        self.custom.create_namespaced_custom_object(
+            "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", body
+        )
+
+    def scale(self, app: str, replicas: int) -> None:
+        patch = {"spec": {"replicas": replicas}}
+        self.custom.patch_namespaced_custom_object(
+            "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", app, patch
+        )
+
+    def publication(self, app: str) -> Publication | None:
+        try:
+            configmap = self.core.read_namespaced_config_map(f"{app}-assignment", NAMESPACE)
+        except kubernetes.client.ApiException:
+            return None
+        return decode_publication(base64.b64decode(configmap.binary_data["assignment.json.gz"]))
+
+    def stable_apps(self) -> int:
+        apps = self.custom.list_namespaced_custom_object(
+            "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps"
+        )
+        stable = 0
+        for app in apps["items"]:
+            conditions = (app.get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Stable" and c["status"] == "True" for c in conditions):
+                stable += 1
+        return stable
+
+
+@contextmanager
+def cluster(tick: float, restore_rate: float) -> Iterator[Cluster]:
+    """The emulator and the fake pods. A restore starts up to half a changelog short of the end (seeded
+    jitter), so that warmups catch up at moments unrelated to the operator's scrapes."""
+    with EmulatorThread(build_emulator(bookmark_interval=5.0)) as running:
+        client = kubernetes.config.new_client_from_config(config_file=str(running.kubeconfig))
+        pods = FakeKubelet(
+            running.url, restore_rate=restore_rate, catch_up_lag=ACCEPTABLE_LAG, restore_jitter=0.5, tick=tick
+        )
+        with client, pods:
+            yield Cluster(
+                running, pods, kubernetes.client.CoreV1Api(client), kubernetes.client.CustomObjectsApi(client)
+            )
+
+
+@contextmanager
+def operator(running: RunningEmulator, scrape_interval: float, log: Path) -> Iterator[int]:
+    """`smoothscale operator` as a process of its own; yields its pid."""
+    command = [
+        SMOOTHSCALE,
+        "operator",
+        f"--kubeconfig={running.kubeconfig}",
+        "--standalone",
+        f"--scrape-interval={scrape_interval}",
+        "--metrics-host=127.0.0.1",
+        "--metrics-port=0",
+        "--no-journal-stdout",
+    ]
+    with log.open("ab") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_for(check: Callable[[], Any], timeout: float, interval: float = 0.02) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"gave up after {timeout}s")
+
+
+def _stable(c: Cluster, app: str) -> bool:
+    published = c.publication(app)
+    if published is None or published.revoking or any(a.warmup for a in published.assignment.values()):
+        return False
+    return c.stable_apps() >= 1
+
+
+class Generations:
+    """Every generation of one app's ConfigMap, with the time this poller first saw it."""
+
+    def __init__(self, c: Cluster, app: str) -> None:
+        self.cluster, self.app = c, app
+        self.history: list[tuple[float, Publication]] = []
+
+    def poll(self) -> Publication | None:
+        published = self.cluster.publication(self.app)
+        if published is not None and (
+            not self.history or self.history[-1][1].generation != published.generation
+        ):
+            self.history.append((time.time(), published))
+        return published
+
+
+def reactions(scale_ups: int, log: Path) -> dict[str, Any]:
+    """Measurements 1 and 2 on one app scaled up `scale_ups` times, one pod at a time."""
+    scale_times: list[float] = []
+    promotions: list[float] = []
+    with cluster(tick=0.02, restore_rate=50_000) as c, operator(c.running, SCRAPE_INTERVAL, log):
+        c.apply(streamsapp("orders", replicas=3, partitions=24))
+        wait_for(lambda: _stable(c, "orders"), timeout=60, interval=0.2)
+        for replicas in range(4, 4 + scale_ups):
+            delay, delays = _scale_up(c, replicas)
+            scale_times.append(delay)
+            promotions += delays
+    return {
+        "scale_up_to_generation_median_seconds": round(statistics.median(scale_times), 3),
+        "scale_up_to_generation_max_seconds": round(max(scale_times), 3),
+        "scale_up_samples": len(scale_times),
+        "warmup_to_promotion_median_seconds": round(statistics.median(promotions), 3),
+        "warmup_to_promotion_max_seconds": round(max(promotions), 3),
+        "warmup_to_promotion_budget_seconds": SCRAPE_INTERVAL + 1.0,
+        "warmup_samples": len(promotions),
+        "scrape_interval_seconds": SCRAPE_INTERVAL,
+    }
+
+
+def _scale_up(c: Cluster, replicas: int) -> tuple[float, list[float]]:
+    """One more pod: the delay to a generation naming it, and the warmups' delays to their promotion."""
+    new_pod = f"orders-{replicas - 1}"
+    generations = Generations(c, "orders")
+    started = time.time()
+    c.scale("orders", replicas)
+
+    def names_new_pod() -> bool:
+        published = generations.poll()
+        return published is not None and new_pod in published.assignment
+
+    wait_for(names_new_pod, timeout=30)
+    delay = generations.history[-1][0] - started
+
+    def settled() -> bool:
+        generations.poll()
+        return _stable(c, "orders")
+
+    wait_for(settled, timeout=60)
+    return delay, _promotion_delays(c.pods.pod(new_pod).caught_up, new_pod, generations.history)
+
+
+def _promotion_delays(
+    caught_up: dict[str, float], pod: str, history: list[tuple[float, Publication]]
+) -> list[float]:
+    """For each task the pod caught up on as a warmup: the delay to the first generation acting on it."""
+    delays = []
+    for task, at in caught_up.items():
+        was_warmup = any(task in p.assignment.get(pod, NOTHING).warmup for t, p in history if t <= at)
+        if not was_warmup:
+            continue
+        acted = next(
+            (
+                t
+                for t, p in history
+                if t >= at and (task in p.revoking or task not in p.assignment.get(pod, NOTHING).warmup)
+            ),
+            None,
+        )
+        if acted is not None:
+            delays.append(acted - at)
+    return delays
+
+
+def steady_state(apps: int, window: float, log: Path) -> dict[str, Any]:
+    """Measurement 3: `apps` apps of 10 pods, converged, scraped at the default interval."""
+    with (
+        cluster(tick=0.5, restore_rate=1_000_000) as c,
+        operator(c.running, STEADY_SCRAPE_INTERVAL, log) as pid,
+    ):
+        started = time.monotonic()
+        for index in range(apps):
+            c.apply(streamsapp(f"app{index:03d}", replicas=10, partitions=20))
+        wait_for(lambda: c.stable_apps() == apps, timeout=600, interval=2.0)
+        settle = time.monotonic() - started
+        time.sleep(STEADY_SCRAPE_INTERVAL)  # let the last status writes and probes pass
+        cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
+        time.sleep(window)
+        cpu, wall = _cpu_seconds(pid) - cpu_before, time.monotonic() - wall_before
+        rss = _rss_mb(pid)
+        violations = len(c.pods.violations)
+    return {
+        "steady_apps": apps,
+        "steady_pods": apps * 10,
+        "steady_settle_seconds": round(settle, 1),
+        "steady_window_seconds": round(wall, 1),
+        "operator_cpu_share_percent": round(100 * cpu / wall, 2),
+        "operator_rss_mb": round(rss, 1),
+        "violations": violations,
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5), after pid and comm
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="3 scale-ups, 20 apps, a 15 s window")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="operator-bench-") as tmp:
+        log = Path(tmp) / "operator.log"
+        figures = reactions(3 if args.quick else 7, log)
+        print(f"reactions: {figures}", flush=True)
+        steady = steady_state(20 if args.quick else 100, 15.0 if args.quick else 30.0, log)
+        print(f"steady state: {steady}", flush=True)
+        figures.update(steady)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

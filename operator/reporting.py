@@ -1,0 +1,188 @@
+"""What one app's reconciliations tell the world: journal records, Events, the operator's metrics, and the
+status written back to the app (Contract 2).
+
+The reconciler decides; this module only records. Status writes are skipped when nothing changed, and a
+change of the lag figures alone is written at most every `LAG_REFRESH_SECONDS`: lags move with every scrape,
+and a status write per app per scrape would be most of the operator's load on the API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import ClientAssignment, Plan
+
+from . import events as ev
+from .appref import AppRef
+from .kube import group_path
+from .pods import PodInfo, leaving_since
+from .resource import StreamsAppStatus
+from .resource import names as resource_names
+from .scrape import PodMetrics, ScrapeFailure, ScrapeResult
+from .status import Leaving
+
+if TYPE_CHECKING:
+    from .context import OperatorContext
+
+LAG_REFRESH_SECONDS: Final = 30.0
+
+
+class AppReporter:
+    def __init__(self, app: AppRef, context: OperatorContext, generation: Callable[[], int]) -> None:
+        self.app = app
+        self.ctx = context
+        self._generation = generation
+        self._labels = (app.namespace, app.name)
+        self._status: dict[str, Any] | None = None
+        self._status_written: datetime | None = None
+
+    # -- journal and events ----------------------------------------------------------------------------
+
+    def journal(self, kind: str, **fields: Any) -> None:
+        self.ctx.journal.record(kind, self.app, self._generation(), **fields)
+
+    def post(self, events: Sequence[ev.AppEvent]) -> None:
+        for event in events:
+            self.ctx.post_event(self.app, event)
+
+    def scaling(self, step: str, pod: str, reason: str) -> None:
+        self.journal("scaling", step=step, pod=pod, reason=reason)
+
+    def plan(self, trigger: str, result: Plan, duration: float, clients: int, tasks: int) -> None:
+        self.ctx.metrics.plan_duration.labels(*self._labels).observe(duration)
+        self.ctx.metrics.plans.labels(*self._labels, str(result.stable).lower()).inc()
+        followup = result.followup.model_dump(by_alias=True) if result.followup is not None else None
+        self.journal(
+            "plan",
+            reason=trigger,
+            stable=result.stable,
+            durationSeconds=round(duration, 6),
+            stats=result.stats.model_dump(by_alias=True),
+            followup=followup,
+            warmups=[{"task": t, "pod": p} for p, a in result.assignment.items() for t in a.warmup],
+            clients=clients,
+            tasks=tasks,
+        )
+
+    def publication(
+        self, before: Publication, after: Publication, desired: Mapping[str, ClientAssignment]
+    ) -> None:
+        """A new generation: its Event, a `handover` record per step taken, and the `publication` record."""
+        event = ev.publication_event(before, after)
+        self.post([event])
+        self.ctx.metrics.publications.labels(*self._labels).inc()
+        for task in sorted(set(after.revoking) - set(before.revoking)):
+            target = next((pod for pod, roles in desired.items() if task in roles.active), None)
+            self._handover(task, "revoked", after.revoking[task].owner, target)
+        owners = after.active_owner()
+        moves = []
+        for task, revocation in sorted(before.revoking.items()):
+            if task in owners:
+                moves.append({"task": task, "from": revocation.owner, "to": owners[task]})
+                self._handover(task, "completed", revocation.owner, owners[task])
+        self.journal(
+            "publication",
+            reason=event.reason,
+            revoking={t: r.model_dump(by_alias=True) for t, r in after.revoking.items()},
+            active=sum(len(a.active) for a in after.assignment.values()),
+            standby=sum(len(a.standby) for a in after.assignment.values()),
+            warmup=sum(len(a.warmup) for a in after.assignment.values()),
+            moves=moves,
+        )
+
+    def _handover(self, task: str, step: str, source: str, target: str | None) -> None:
+        self.journal("handover", task=task, step=step, **{"from": source, "to": target})
+
+    def scrape(
+        self,
+        published: Publication,
+        results: Mapping[str, ScrapeResult],
+        failures: Mapping[str, ScrapeFailure],
+        lag_total: int,
+    ) -> None:
+        """Failures counted; a scrape record whenever something is in motion or failing (steady states
+        stay quiet)."""
+        for failure in failures.values():
+            self.ctx.metrics.scrape_failures.labels(*self._labels, failure.reason).inc()
+        warmups = [
+            {"task": task, "pod": pod, "lag": r.lags.get(task)}
+            for pod, roles in published.assignment.items()
+            for task in roles.warmup
+            if isinstance(r := results.get(pod), PodMetrics)
+        ]
+        if not (failures or warmups or published.revoking):
+            return
+        reasons = {pod: str(f.reason) for pod, f in failures.items()}
+        self.journal("scrape", pods=len(results), failures=reasons, lagTotal=lag_total, warmupLags=warmups)
+
+    # -- metrics ---------------------------------------------------------------------------------------
+
+    def gauges(self, published: Publication, pods: Sequence[PodInfo]) -> None:
+        metrics = self.ctx.metrics
+        metrics.generation.labels(*self._labels).set(published.generation)
+        metrics.warmups.labels(*self._labels).set(sum(len(a.warmup) for a in published.assignment.values()))
+        metrics.handovers.labels(*self._labels).set(len(published.revoking))
+        leaving = sum(1 for p in pods if p.is_leaving and not p.deleting)
+        metrics.pods_leaving.labels(*self._labels).set(leaving)
+
+    def failed(self) -> None:
+        self.ctx.metrics.reconcile_errors.labels(*self._labels).inc()
+
+    def forget(self) -> None:
+        self.ctx.metrics.forget(self.app)
+
+    # -- status ----------------------------------------------------------------------------------------
+
+    def previous_status(self, body: Mapping[str, Any]) -> StreamsAppStatus | None:
+        """The status last written (or found on the object): conditions keep their transition times."""
+        raw = self._status if self._status is not None else body.get("status")
+        if not raw:
+            return None
+        try:
+            return StreamsAppStatus.model_validate(raw)
+        except ValueError:
+            return None
+
+    async def write_status(self, status: StreamsAppStatus, now: datetime) -> None:
+        body = status.model_dump(mode="json", by_alias=True)
+        if not self._due(body, now):
+            return
+        path = group_path(
+            resource_names.API_VERSION, self.app.namespace, resource_names.PLURAL, self.app.name, "status"
+        )
+        await self.ctx.api.patch(path, {"status": body})
+        self._status, self._status_written = body, now
+
+    def _due(self, body: dict[str, Any], now: datetime) -> bool:
+        old = self._status
+        if old is None or self._status_written is None:
+            return True
+        if {k: v for k, v in body.items() if k != "lag"} != {k: v for k, v in old.items() if k != "lag"}:
+            return True
+        stale = now - self._status_written >= timedelta(seconds=LAG_REFRESH_SECONDS)
+        return body.get("lag") != old.get("lag") and stale
+
+
+def active_lag(published: Publication, results: Mapping[str, ScrapeResult]) -> tuple[int, int]:
+    """The sum and the largest of the active tasks' lags, as their owners report them."""
+    lags: list[int] = []
+    for pod, roles in published.assignment.items():
+        result = results.get(pod)
+        if isinstance(result, PodMetrics):
+            lags.extend(result.lags.get(task, 0) for task in roles.active)
+    return sum(lags), max(lags, default=0)
+
+
+def leaving_pods(pods: Sequence[PodInfo], timeout: float | None) -> list[Leaving]:
+    """status.leaving: every leaving pod not yet being deleted, with its deadline if there is a timeout."""
+    out = []
+    for pod in pods:
+        since = leaving_since(pod) if pod.is_leaving else None
+        if since is None or pod.deleting:
+            continue
+        deadline = since + timedelta(seconds=timeout) if timeout is not None else None
+        out.append(Leaving(pod.name, since, deadline))
+    return out
