@@ -49,7 +49,10 @@ def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeKu
         assert actives(kube.publication()) == actives(before)  # nothing moved yet
         migrating = kube.condition("Migrating")
         assert migrating["status"] == "True" and migrating["reason"] == "WarmupsRestoring"
-        assert kube.status()["phase"] == "Migrating"
+        status = kube.status()
+        assert status["phase"] == "Migrating" and status["autoscaling"]["migrating"]
+        assert status["probing"]["nextProbeTime"] and "warmup" in status["probing"]["reason"]
+        assert status["assignment"]["warmupTasks"] > 0
 
         wait_for(lambda: balanced(kube.publication(), 5, 6), timeout=30, what="balance on 5 pods")
         wait_for(lambda: kube.condition("Stable").get("status") == "True", what="Stable")
@@ -106,3 +109,26 @@ def test_scale_down_timeout_hands_tasks_to_the_most_caught_up_pods(
         assert set(actives(published).values()) == {"orders-0", "orders-1"}
         retired = [m for _, reason, m in kube.events() if reason == "PodRetired"]
         assert any("timeout expired" in m for m in retired), retired
+
+
+def test_deleting_an_app_stops_its_loop_and_removes_what_it_owned(
+    kube: Kubectl, fake: FakeKubelet, run_operator
+) -> None:
+    with run_operator() as context:
+        kube.apply(streamsapp(replicas=2, partitions=4))
+        wait_for(lambda: balanced(kube.publication(), 2, 4), what="balance")
+        assert len(context.apps) == 1
+        kube.custom.delete_namespaced_custom_object(
+            "smoothscale.io", "v1alpha1", "default", "streamsapps", "orders"
+        )
+        wait_for(
+            lambda: (
+                not kube.custom.list_namespaced_custom_object(
+                    "smoothscale.io", "v1alpha1", "default", "streamsapps"
+                )["items"]
+            ),
+            what="the app gone",
+        )
+        wait_for(lambda: not kube.pods() and kube.publication() is None, what="pods and ConfigMap collected")
+        wait_for(lambda: len(context.apps) == 0, what="the app's loop ended")
+        assert 'app="orders"' not in context.metrics.exposition().decode()
