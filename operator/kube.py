@@ -20,7 +20,6 @@ import kopf
 from . import access
 
 MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
 
 
 class KubeError(Exception):

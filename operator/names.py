@@ -18,8 +18,6 @@ APP_LABEL: Final = "smoothscale.io/app"
 REVISION_LABEL: Final = "smoothscale.io/revision"
 """A hash of the pod template the pod was built from: pods whose revision differs are swapped or restarted."""
 
-RESERVED_LABELS: Final = (NAME_LABEL, MANAGED_BY_LABEL, APP_LABEL, REVISION_LABEL)
-
 # -- annotations on pods ------------------------------------------------------------------------------------
 LEAVING_ANNOTATION: Final = "smoothscale.io/leaving"
 """Starts the leaving procedure for a pod. Any value works for a person (`kubectl annotate pod x

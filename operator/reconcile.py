@@ -21,7 +21,6 @@ restarted operator plans afresh from what it observes.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,8 +58,6 @@ from .zones import pod_zone
 
 if TYPE_CHECKING:
     from .context import OperatorContext
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

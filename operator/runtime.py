@@ -38,7 +38,6 @@ class AppRuntime:
         self._clock = clock
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
-        self.rounds = 0
 
     def trigger(self) -> None:
         """Something relevant changed: reconcile soon (after the debounce)."""
@@ -64,7 +63,6 @@ class AppRuntime:
             except Exception:
                 logger.exception("reconciliation of %s failed; retrying in %.1fs", self.app, self._interval)
                 self.reconciler.failed()
-            self.rounds += 1
             delay = self._next_delay()
 
     @property

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import urllib.request
+
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
 from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
 
 def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
-    with run_operator():
+    with run_operator() as context:
         kube.apply(streamsapp(replicas=3, partitions=6))
         wait_for(lambda: len(kube.pods()) == 3, what="3 pods")
         published = wait_for(
@@ -31,6 +33,12 @@ def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeKubel
         assert pod.metadata.labels["smoothscale.io/revision"]
         assert pod.metadata.owner_references[0].kind == "StreamsApp"
         assert "PodsCreated" in kube.reasons()
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{context.metrics_port}/metrics", timeout=5
+        ) as response:
+            exposition = response.read().decode()
+        assert 'smoothscale_operator_assignment_generation{app="orders",namespace="default"}' in exposition
+        assert "smoothscale_operator_plan_duration_seconds_bucket" in exposition
 
 
 def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
