@@ -98,3 +98,24 @@ def test_an_invalid_spec_freezes_the_app_on_its_last_good_assignment(
         wait_for(lambda: kube.condition("InvalidSpec").get("status") == "False", what="valid again")
         wait_for(lambda: balanced(kube.publication(), 5, 6), timeout=30, what="balance on 5")
         assert "SpecValid" in kube.reasons()
+
+
+def test_an_unreadable_assignment_is_never_published_over(
+    kube: Kubectl, fake: FakeKubelet, run_operator
+) -> None:
+    kube.apply(streamsapp(replicas=2, partitions=4))
+    garbage = {
+        "metadata": {"name": "orders-assignment", "labels": {"smoothscale.io/app": "orders"}},
+        "binaryData": {"assignment.json.gz": "bm90IGd6aXA="},  # base64 of "not gzip"
+        "data": {"generation": "9"},
+    }
+    kube.core.create_namespaced_config_map("default", garbage)
+    with run_operator():
+        degraded = wait_for(
+            lambda: kube.condition("Degraded").get("status") == "True" and kube.condition("Degraded")
+        )
+        assert degraded["reason"] == "AssignmentUnreadable"
+        time.sleep(1.0)
+        configmap = kube.core.read_namespaced_config_map("orders-assignment", "default")
+        assert configmap.data == {"generation": "9"}, "what cannot be read is not overwritten"
+        assert kube.pods() == {}, "nor is anything else changed"

@@ -27,6 +27,7 @@ def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeKubel
         assert status["assignment"]["activeTasks"] == 6
         assert status["assignment"]["standbyTasks"] == 6
         assert status["observedGeneration"] == kube.app()["metadata"]["generation"]
+        assert kube.app()["metadata"]["finalizers"] == ["smoothscale.io/finalizer"]
         assert all(c["observedGeneration"] == status["observedGeneration"] for c in status["conditions"])
         pod = kube.pods()["orders-0"]
         assert pod.metadata.labels["app.kubernetes.io/managed-by"] == "smoothscale"
