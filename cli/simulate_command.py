@@ -62,6 +62,8 @@ ROWS: list[_Row] = [
     ("generations published", lambda r: str(r.generations_published)),
     ("plans", lambda r: str(r.plans)),
     ("peak task skew", lambda r: _number(r.peak_task_skew, 0)),
+    ("peak pod load (weight)", lambda r: _number(r.peak_pod_load)),
+    ("actives moved", lambda r: str(r.moved_actives)),
     ("balanced at the end", lambda r: "yes" if r.balanced else "NO"),
 ]
 

@@ -123,6 +123,7 @@ def build_tasks(scenario: Scenario, rng: random.Random) -> Tasks:
         stateful=np.array([t.stateful for t in models], dtype=np.bool_),
         size=np.array([t.changelog_offsets for t in models], dtype=np.float64),
         input_rate=np.array(rates, dtype=np.float64),
+        weight=np.array([t.weight for t in models], dtype=np.float64),
         backlog=np.zeros(len(models), dtype=np.float64),
         remote=np.array(remote, dtype=np.float64).reshape(len(models), len(zones)),
     )
@@ -153,6 +154,7 @@ class Simulation:
         self._poll_at: float | None = None
         self._next_tick = scenario.operator.scrape_interval_seconds
         self._scripted = 0  # events and follow-ups still to happen
+        self._initial_owners: dict[str, str] = {}
 
     # -- scheduling --------------------------------------------------------------------------------
 
@@ -214,6 +216,7 @@ class Simulation:
         )
         cluster.changed()
         self.operator.adopt(plan, publication, pods)
+        self._initial_owners = publication.active_owner()
         self.recorder.sample(0.0)
 
     def _advance_to(self, instant: float) -> None:
@@ -331,6 +334,11 @@ class Simulation:
             plans=self.operator.plans,
             plans_by_reason=dict(sorted(recorder.plans_by_reason.items())),
             peak_task_skew=recorder.peak_skew,
+            peak_pod_load=recorder.peak_load,
+            moved_actives=sum(
+                owner != self._initial_owners.get(task)
+                for task, owner in self.operator.published.active_owner().items()
+            ),
             events=recorder.outcomes,
             timeline=recorder.timeline,
         )

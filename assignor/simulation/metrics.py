@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.assignor.simulation.state import NONE, Cluster, Pod
+from smoothscale.assignor.simulation.state import ACTIVE, NONE, Cluster, Pod
 
 
 class ResultModel(BaseModel):
@@ -77,6 +77,8 @@ class SimulationResult(ResultModel):
     plans: int
     plans_by_reason: dict[str, int]  # why the operator re-planned
     peak_task_skew: float
+    peak_pod_load: float  # the most weight one staying pod ran per unit of capacity (weights default to 1)
+    moved_actives: int  # tasks whose active pod at the end is not the one at the start
     events: list[EventOutcome]
     timeline: list[TimelineSample]
 
@@ -194,6 +196,7 @@ class Recorder:
         self.generations = 0
         self.plans_by_reason: dict[str, int] = {}
         self.peak_skew = 0.0
+        self.peak_load = 0.0
         self.timeline: list[TimelineSample] = []
         self.outcomes: list[EventOutcome] = []
         self._open: _OpenEvent | None = None
@@ -219,12 +222,20 @@ class Recorder:
         )
 
     def skew(self) -> None:
-        """Track the peak skew between running, staying pods (applied actives per unit of capacity)."""
-        staying = [
-            len(p.applied.active) / p.spec.capacity for p in self.cluster.up() if p.leaving_since is None
-        ]
-        if staying:
-            self.peak_skew = max(self.peak_skew, max(staying) - min(staying))
+        """Track the peak skew between running, staying pods (applied actives per unit of capacity) and the
+        peak load of one (the sum of its applied actives' weights per unit of capacity)."""
+        cluster = self.cluster
+        staying = [p for p in cluster.up() if p.leaving_since is None]
+        if not staying:
+            return
+        counts = [len(p.applied.active) / p.spec.capacity for p in staying]
+        self.peak_skew = max(self.peak_skew, max(counts) - min(counts))
+        copies = cluster.copies
+        active = copies.role == ACTIVE
+        weights = cluster.tasks.weight[copies.task[active]]
+        load = np.bincount(copies.pod[active], weights=weights, minlength=len(cluster.pods))
+        peak = max(load[cluster.index(p)] / p.spec.capacity for p in staying)
+        self.peak_load = max(self.peak_load, float(peak))
 
     def sample(self, now: float) -> None:
         """A timeline point: applied actives and warmups per running pod, total input and restore lag."""

@@ -14,7 +14,15 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from smoothscale.assignor.handover import EMPTY, Publication, is_settled, next_publication
-from smoothscale.assignor.models import Client, ClientAssignment, Plan, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.models import (
+    CatchUpTrigger,
+    Client,
+    ClientAssignment,
+    Plan,
+    PlannerConfig,
+    Snapshot,
+    Task,
+)
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.assignor.simulation.strategies import Signals, Strategy
 
@@ -145,19 +153,27 @@ class Operator:
 
     def _plan_reason(self, now: float, view: View, pods: list[PodReport]) -> str | None:
         memory = self._memory
-        acceptable = self.config.acceptable_recovery_lag
-        caught_up = 0
-        for pod, task in memory.restoring:
-            lag = view.lag(pod, task)
-            caught_up += lag is not None and lag <= acceptable
         signals = Signals(
             first=memory.plan is None,
             membership_changed=_membership(pods) != memory.membership,
             probe_due=memory.probe_at is not None and now >= memory.probe_at,
-            caught_up=caught_up,
+            caught_up=self._caught_up(view),
             since_last_plan=now - memory.planned_at,
         )
         return self.strategy.plan_reason(signals)
+
+    def _caught_up(self, view: View) -> int:
+        """Copies restoring at the last plan that are caught up now, as `catchUpTrigger` counts them: every
+        one (eager), or only those of pods whose restoring copies are all caught up (batched), so that a pod
+        warming several tasks causes one re-plan instead of one per task."""
+        acceptable = self.config.acceptable_recovery_lag
+        done: dict[str, list[bool]] = {}
+        for pod, task in self._memory.restoring:
+            lag = view.lag(pod, task)
+            done.setdefault(pod, []).append(lag is not None and lag <= acceptable)
+        if self.config.catch_up_trigger is CatchUpTrigger.BATCHED:
+            return sum(len(copies) for copies in done.values() if all(copies))
+        return sum(sum(copies) for copies in done.values())
 
     def _plan(self, now: float, view: View, pods: list[PodReport]) -> None:
         snapshot = self.snapshot(now, view, pods)

@@ -13,7 +13,9 @@ to the next instant something changes (`next_change`): a restore finishing or a 
   its changelog before processing it. The pod's processing rate is shared equally by its processing tasks
   (a slice a task does not need is not handed to the others: a conservative simplification). A task
   processes its input rate, or its whole slice while it has a backlog; it writes its changelog at the rate
-  it processes. A task nobody processes accumulates its input as backlog.
+  it processes. A record of a task costs the task's weight (its subtopology's `weight`, 1 by default) in
+  records of the pod's processing rate, so that a pod's load is the sum of its actives' weights, as the
+  planner's `balanceBy: weight` assumes. A task nobody processes accumulates its input as backlog.
 
 Tasks and pods are positions into numpy arrays; copies are a sparse table, so the cost of a step grows
 with the number of copies, not tasks x pods.
@@ -63,6 +65,7 @@ class Tasks:
     stateful: BoolArray
     size: FloatArray  # changelog records a copy without state restores
     input_rate: FloatArray
+    weight: FloatArray  # processing cost of one record, in records of a pod's processing rate
     backlog: FloatArray  # input records not processed yet
     remote: FloatArray  # (task, zone): fraction of the task's input partitions with no replica there
 
@@ -255,7 +258,8 @@ class Cluster:
 
         n_processing = np.bincount(owner[processing], minlength=n_pods)
         share = np.zeros(len(tasks.models), dtype=np.float64)
-        share[processing] = process[owner[processing]] / n_processing[owner[processing]]
+        busy = owner[processing]
+        share[processing] = process[busy] / n_processing[busy] / tasks.weight[processing]
         has_backlog = tasks.backlog > 0
         throughput = np.where(
             processing, np.where(has_backlog, share, np.minimum(share, tasks.input_rate)), 0.0

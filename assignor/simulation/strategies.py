@@ -11,7 +11,8 @@ what they take from a plan:
   `probing.rebalance.interval.ms` = 10 minutes. The warmup cap and acceptable recovery lag come from the
   scenario, whose defaults are Kafka's (2 and 10,000), so that a comparison isolates the trigger.
 - `smoothscale`: the same plans, plus a re-plan as soon as a copy that was restoring at the last plan is
-  caught up, at most once per `REPLAN_MIN_INTERVAL_SECONDS`; the probe stays as a safety net.
+  caught up (with `catchUpTrigger: batched`, once all of some pod's are), at most once per
+  `REPLAN_MIN_INTERVAL_SECONDS`; the probe stays as a safety net.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Signals:
     first: bool  # no plan in memory: start-up or a restarted operator
     membership_changed: bool  # pods joined, left, or were marked leaving since the last plan
     probe_due: bool  # the last plan's followup probe is due
-    caught_up: int  # copies restoring at the last plan that are caught up now
+    caught_up: int  # copies restoring at the last plan that are caught up now (as catchUpTrigger counts)
     since_last_plan: float  # seconds
 
 
