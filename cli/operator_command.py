@@ -69,6 +69,14 @@ import click
     envvar="SMOOTHSCALE_STARTUP_GRACE",
     help="Seconds a new app's first plan may wait for all its pods to report metrics.",
 )
+@click.option(
+    "--assignment-recheck",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    envvar="SMOOTHSCALE_ASSIGNMENT_RECHECK",
+    help="Seconds between re-reads of each assignment ConfigMap (a deleted one is rebuilt behind a barrier).",
+)
 @click.option("--metrics-host", default="0.0.0.0", show_default=True, envvar="SMOOTHSCALE_METRICS_HOST")
 @click.option(
     "--metrics-port",
@@ -104,6 +112,7 @@ def operator_command(
     scrape_timeout: float,
     debounce: float,
     startup_grace: float,
+    assignment_recheck: float,
     metrics_host: str,
     metrics_port: int,
     no_metrics: bool,
@@ -128,6 +137,7 @@ def operator_command(
         scrape_timeout=scrape_timeout,
         debounce=debounce,
         startup_grace=startup_grace,
+        assignment_recheck=assignment_recheck,
         metrics_host=metrics_host,
         metrics_port=None if no_metrics else metrics_port,
         journal_stdout=not no_journal_stdout,

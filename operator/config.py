@@ -28,6 +28,8 @@ class OperatorConfig:
     """Seconds to gather a burst of changes (pods created together, several annotations) into one round."""
     startup_grace: float = 30.0
     """Seconds an app's first plan may wait for all its new pods to report metrics."""
+    assignment_recheck: float = 60.0
+    """Seconds between re-reads of an app's assignment ConfigMap (to notice that someone deleted it)."""
     api_timeout: float = 30.0
     metrics_host: str = "0.0.0.0"
     metrics_port: int | None = 8080

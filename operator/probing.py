@@ -3,7 +3,8 @@
 The operator sees every pod's lag at every scrape, but re-planning on every scrape would let noise in the
 lags move warmups around. So it plans when something relevant changed (the spec, the pods or their zones or
 leaving marks), as soon as a copy the last plan is waiting for has caught up (a warmup, or a standby the
-plan wants active: KIP-441's probing rebalance, triggered by the data instead of a timer), and otherwise on
+plan wants active: KIP-441's probing rebalance, triggered by the data instead of a timer; with
+`catchUpTrigger: batched`, once all the copies some pod holds for it have), and otherwise on
 the planner's follow-up delay (`probingInterval`, or sooner for a scale-down deadline) while the plan is not
 stable.
 
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment, Plan
+from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, Plan
 
 from .snapshot import ClientObservation
 
@@ -66,13 +67,19 @@ def fingerprint(clients: Sequence[ClientObservation]) -> Fingerprint:
 
 
 def caught_up_moves(
-    plan: Plan, lags: Mapping[str, Mapping[str, int]], acceptable_lag: int
+    plan: Plan,
+    lags: Mapping[str, Mapping[str, int]],
+    acceptable_lag: int,
+    trigger: CatchUpTrigger = CatchUpTrigger.EAGER,
 ) -> list[tuple[str, str]]:
     """(pod, task) copies the plan is waiting for that have now caught up: the pod is to run the task (its
     target) or keep a standby of it, does not yet, and reports a lag within `acceptable_lag`.
 
     These are warmups, and also standbys that the target makes active: either way the move the plan held
-    back can happen now (KIP-441's probing rebalance, triggered by the data instead of a timer).
+    back can happen now (KIP-441's probing rebalance, triggered by the data instead of a timer). With the
+    `batched` trigger a pod counts only once every such copy it holds (its warmups, its standbys to be made
+    active) is caught up: one plan per pod's batch instead of one per copy; copies the warmup cap has not
+    started yet are not waited for, or a pod with more moves than warmups would wait for the probe.
     """
     ready = []
     for pod, target in plan.target.items():
@@ -80,7 +87,10 @@ def caught_up_moves(
         reported = lags.get(pod, {})
         waiting = [t for t in target.active if t not in now.active]
         waiting += [t for t in target.standby if t not in now.standby and t not in now.active]
-        ready += [(pod, t) for t in waiting if (lag := reported.get(t)) is not None and lag <= acceptable_lag]
+        done = [t for t in waiting if (lag := reported.get(t)) is not None and lag <= acceptable_lag]
+        warming = {*now.warmup, *now.standby}.intersection(waiting)
+        if trigger is CatchUpTrigger.EAGER or warming.issubset(done):
+            ready += [(pod, t) for t in done]
     return sorted(ready)
 
 
@@ -126,6 +136,30 @@ def first_plan_waits(
     seconds): pods that start together then share the tasks from the first generation on, instead of the
     first one taking everything and handing most of it over again moments later."""
     return published.generation == 0 and bool(set(staying) - set(reported)) and waited < grace
+
+
+def barrier_after_loss(
+    published: Publication, status_generation: int, acked: Mapping[str, int]
+) -> int | None:
+    """The generation of an empty "barrier" publication to write first, when the ConfigMap was lost: None
+    unless nothing is published while the app's status or a pod shows that something was.
+
+    Pods ignore generations older than the one they run, and report the newest they applied: starting again
+    at generation 1 would let a pod running generation 7 look as if it had stopped tasks it never heard of.
+    So the operator continues above every generation seen, with an assignment that starts nothing.
+    """
+    if published.generation > 0:
+        return None
+    seen = max([status_generation, *acked.values()], default=0)
+    return seen + 1 if seen > 0 else None
+
+
+def barrier_pending(published: Publication, acked: Mapping[str, int], alive: Collection[str]) -> bool:
+    """A published generation that assigns no active task is a barrier: no task may start anywhere until
+    every live pod has applied it (after a lost ConfigMap, a pod may still run anything)."""
+    if published.generation == 0 or any(roles.active for roles in published.assignment.values()):
+        return False
+    return any(acked.get(pod, -1) < published.generation for pod in alive)
 
 
 def desired_reachable(desired: Mapping[str, ClientAssignment], alive: Collection[str]) -> bool:

@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from smoothscale.assignor.handover import EMPTY, Publication, is_settled, next_publication
@@ -39,6 +39,8 @@ from .pods import PodInfo, leaving_since, pod_info
 from .podset import template_revision
 from .probing import (
     PlanMemory,
+    barrier_after_loss,
+    barrier_pending,
     caught_up_moves,
     desired_reachable,
     fingerprint,
@@ -48,6 +50,7 @@ from .probing import (
     plan_trigger,
 )
 from .publish import AssignmentUnreadableError, Published, load_published, publish
+from .rates import ProcessRates, owner_rates
 from .reporting import AppReporter, active_lag, leaving_pods
 from .resource import InvalidSpecError, StreamsAppSpec, load_spec, planner_config
 from .scaling import PodSetInput, as_planned, plan_pod_set
@@ -77,6 +80,8 @@ class _Round:
     problems: list[str] | None
     pods: list[PodInfo]
     results: dict[str, ScrapeResult]
+    status_generation: int = 0
+    """The generation the app's status last reported as published."""
     failures: dict[str, ScrapeFailure] = field(default_factory=dict)
     degraded: Problem | None = None
 
@@ -93,10 +98,13 @@ class AppReconciler:
         self.last_good: StreamsAppSpec | None = None
         self.problems: list[str] | None = None
         self.end_offsets: dict[str, int] = {}
+        self.process_rates = ProcessRates()
         self.failing: set[str] = set()
         self.known_pods: set[str] = set()
         self.deleted_by_us: set[str] = set()
         self.started_at = context.clock()
+        self.loaded_at = self.started_at
+        self.recheck = timedelta(seconds=context.config.assignment_recheck)
 
     @property
     def publication(self) -> Publication:
@@ -110,11 +118,12 @@ class AppReconciler:
         spec, problems = self._read_spec(seen.body)
         pods = await self._list_pods()
         self._report_lost(pods)
-        if self.published is None:
-            await self._load()
+        if self.published is None or now - self.loaded_at >= self.recheck:
+            await self._load(now)
         working_spec = spec or self.last_good
         results = await self._scrape(pods, working_spec) if working_spec is not None else {}
-        state = _Round(now=now, spec=spec, problems=problems, pods=pods, results=results)
+        reported = ((seen.body.get("status") or {}).get("assignment") or {}).get("generation")
+        state = _Round(now, spec, problems, pods, results, status_generation=int(reported or 0))
         self._note_scrape(state)
         if self.published is not None:
             if spec is not None:
@@ -161,13 +170,16 @@ class AppReconciler:
         pods = (pod_info(item) for item in listed.get("items") or [])
         return [p for p in pods if p.ordinal is not None]
 
-    async def _load(self) -> None:
-        """Read the publication in force; an unreadable one blocks every write until it is fixed."""
+    async def _load(self, now: datetime) -> None:
+        """Read the publication in force: after a restart, a conflicting write, and every `recheck` (a
+        ConfigMap someone deleted is noticed, and rebuilt behind a barrier). An unreadable one blocks every
+        write until it is fixed."""
         try:
             self.published = await load_published(self.ctx.api, self.app)
             self.unreadable = None
         except AssignmentUnreadableError as error:
-            self.unreadable = str(error)
+            self.published, self.unreadable = None, str(error)
+        self.loaded_at = now
 
     def _report_lost(self, pods: Sequence[PodInfo]) -> None:
         present = {p.name for p in pods}
@@ -190,7 +202,7 @@ class AppReconciler:
 
     def _note_scrape(self, state: _Round) -> None:
         """Failures that matter (a ready pod, or one holding tasks; a pod still starting up is excused), the
-        Events when a pod starts or stops failing, and the changelog lengths seen."""
+        Events when a pod starts or stops failing, the changelog lengths seen and the processing rates."""
         holding = holders(self.publication)
         ready = {p.name for p in state.pods if p.ready}
         state.failures = {
@@ -202,6 +214,7 @@ class AppReconciler:
         self.failing = set(state.failures)
         reports = [r.end_offsets for r in state.results.values() if isinstance(r, PodMetrics)]
         self.end_offsets = merge_end_offsets(self.end_offsets, reports)
+        self.process_rates.observe(owner_rates(state.results, self.publication), state.now)
 
     # -- pod set ---------------------------------------------------------------------------------------
 
@@ -246,8 +259,14 @@ class AppReconciler:
         clients = self._clients(state, seen.zones)
         generation = int((seen.body.get("metadata") or {}).get("generation") or 0)
         lags = {c.pod: dict(c.lags) for c in clients}
-        acceptable = spec.assignment.acceptable_recovery_lag
-        ready = caught_up_moves(self.memory.plan, lags, acceptable) if self.memory is not None else []
+        assignment = spec.assignment
+        ready = (
+            caught_up_moves(
+                self.memory.plan, lags, assignment.acceptable_recovery_lag, assignment.catch_up_trigger
+            )
+            if self.memory is not None
+            else []
+        )
         trigger = plan_trigger(self.memory, generation, fingerprint(clients), bool(ready), state.now)
         if trigger is None:
             return
@@ -268,7 +287,8 @@ class AppReconciler:
         if first_plan_waits(self.publication, staying, reported, waited, self.ctx.config.startup_grace):
             return
         started = time.perf_counter()
-        snapshot = build_snapshot(spec, state.now, clients, self.publication, self.end_offsets)
+        rates = self.process_rates.means()
+        snapshot = build_snapshot(spec, state.now, clients, self.publication, self.end_offsets, rates)
         result = await asyncio.to_thread(make_plan, snapshot)
         duration = time.perf_counter() - started
         self.memory = PlanMemory(generation, fingerprint(clients), state.now, result)
@@ -281,27 +301,34 @@ class AppReconciler:
     # -- hand-over -------------------------------------------------------------------------------------
 
     async def _hand_over(self, state: _Round) -> None:
-        memory, published = self.memory, self.published
-        if memory is None or published is None:
+        published = self.published
+        if published is None:
             return
         alive = {p.name for p in state.pods if p.alive}
-        if not desired_reachable(memory.desired, alive):
-            return  # the plan names a pod that is gone: wait for the next plan
         acked = {
             pod: r.generation
             for pod, r in state.results.items()
             if isinstance(r, PodMetrics) and r.generation is not None
         }
-        candidate = next_publication(published.publication, memory.desired, acked, alive)
+        desired = self.memory.desired if self.memory is not None else {}
+        barrier = barrier_after_loss(published.publication, state.status_generation, acked)
+        if barrier is not None:
+            candidate: Publication | None = Publication(generation=barrier)
+        elif barrier_pending(published.publication, acked, alive):
+            return  # some pod may still run what a lost generation gave it
+        elif self.memory is None or not desired_reachable(desired, alive):
+            return  # nothing planned yet, or the plan names a pod that is gone: wait for the next plan
+        else:
+            candidate = next_publication(published.publication, desired, acked, alive)
         if candidate is None:
             return
         try:
             self.published = await publish(self.ctx.api, self.app, published, candidate)
         except KubeError as error:
-            if error.conflict:
-                self.published = None  # someone else wrote it: read it again next round
+            if error.conflict or error.not_found:
+                self.published = None  # someone else wrote or deleted it: read it again next round
             raise
-        self.report.publication(published.publication, candidate, memory.desired)
+        self.report.publication(published.publication, candidate, desired)
 
     # -- status ----------------------------------------------------------------------------------------
 

@@ -6,10 +6,8 @@ Test modules here have names no other suite uses (`test_op_*`): the folder is no
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import kubernetes
 import pytest
@@ -84,9 +82,3 @@ def run_operator(operator_config: OperatorConfig) -> OperatorFactory:
         assert runner.exception is None, runner.exception
 
     return start
-
-
-def read_journal(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

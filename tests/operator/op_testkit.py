@@ -6,6 +6,7 @@ The pods themselves are faked by `smoothscale.operator.emulator.fakekubelet.Fake
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import sys
 import time
@@ -191,3 +192,10 @@ def balanced(publication: Publication | None, pods: int, tasks: int) -> bool:
     counts = [len(a.active) for a in publication.assignment.values()]
     counts += [0] * (pods - len(counts))
     return sum(counts) == tasks and len(counts) == pods and max(counts) - min(counts) <= 1
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The operator's journal records, oldest first."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

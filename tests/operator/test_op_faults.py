@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
+from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
 
@@ -119,3 +121,23 @@ def test_an_unreadable_assignment_is_never_published_over(
         configmap = kube.core.read_namespaced_config_map("orders-assignment", "default")
         assert configmap.data == {"generation": "9"}, "what cannot be read is not overwritten"
         assert kube.pods() == {}, "nor is anything else changed"
+
+
+def test_a_deleted_assignment_is_rebuilt_behind_a_barrier(
+    kube: Kubectl, fake: FakeKubelet, run_operator, operator_config: OperatorConfig
+) -> None:
+    with run_operator(dataclasses.replace(operator_config, assignment_recheck=0.5)):
+        kube.apply(streamsapp(replicas=3, partitions=6))
+        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
+        wait_for(lambda: kube.status().get("assignment", {}).get("generation") == before.generation)
+        kube.core.delete_namespaced_config_map("orders-assignment", "default")
+
+        after = wait_for(
+            lambda: (p := kube.publication()) is not None and p.generation > before.generation + 1 and p,
+            what="generations above the lost ones",
+        )
+        seen = fake.generations("orders")
+        barrier = before.generation + 1
+        assert barrier in seen and seen == sorted(seen), seen
+        wait_for(lambda: balanced(kube.publication(), 3, 6), what="balance again")
+        assert after.generation > barrier

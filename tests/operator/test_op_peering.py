@@ -7,9 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import read_journal
 from kopf.testing import KopfRunner
-from op_testkit import Kubectl, balanced, streamsapp, wait_for
+from op_testkit import Kubectl, balanced, read_journal, streamsapp, wait_for
 
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext

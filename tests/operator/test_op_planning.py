@@ -10,6 +10,8 @@ from smoothscale.assignor.planner import plan
 from smoothscale.operator.probing import (
     PlanMemory,
     PlanTrigger,
+    barrier_after_loss,
+    barrier_pending,
     caught_up_moves,
     desired_reachable,
     fingerprint,
@@ -139,3 +141,19 @@ def test_a_plan_naming_a_gone_pod_is_not_published() -> None:
     desired = {"orders-0": ClientAssignment(active=["0_0"]), "orders-9": ClientAssignment()}
     assert desired_reachable(desired, {"orders-0"})
     assert not desired_reachable({"orders-9": ClientAssignment(standby=["0_0"])}, {"orders-0"})
+
+
+def test_a_lost_configmap_is_followed_by_a_barrier_above_every_generation_seen() -> None:
+    assert barrier_after_loss(EMPTY, 0, {}) is None, "a new app"
+    assert barrier_after_loss(EMPTY, 0, {"orders-0": 0}) is None
+    assert barrier_after_loss(EMPTY, 7, {"orders-0": 5}) == 8
+    assert barrier_after_loss(EMPTY, 3, {"orders-0": 9}) == 10, "a pod saw more than the status says"
+    assert barrier_after_loss(PUBLISHED, 7, {}) is None, "the ConfigMap is there"
+
+    barrier = Publication(generation=8)
+    alive = {"orders-0", "orders-1"}
+    assert barrier_pending(barrier, {"orders-0": 8, "orders-1": 7}, alive)
+    assert not barrier_pending(barrier, {"orders-0": 8, "orders-1": 8}, alive)
+    assert not barrier_pending(barrier, {"orders-0": 8}, {"orders-0"}), "a gone pod runs nothing"
+    assert not barrier_pending(PUBLISHED, {}, alive), "a generation with actives is no barrier"
+    assert not barrier_pending(EMPTY, {}, alive)

@@ -8,8 +8,7 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-from conftest import read_journal
-from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, streamsapp, wait_for
+from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, read_journal, streamsapp, wait_for
 
 from smoothscale.operator.emulator import RunningEmulator
 from smoothscale.operator.emulator.fakekubelet import FakeKubelet

@@ -1,0 +1,165 @@
+"""The planner options on the operator's side: catchUpTrigger in the re-plan decision, task weights from the
+pods' measured processing rates (scraped, averaged, scaled into the snapshot)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, ClientTarget, Plan, PlanStats
+from smoothscale.operator.probing import caught_up_moves
+from smoothscale.operator.rates import ProcessRates, owner_rates
+from smoothscale.operator.resource import MetricNames, StreamsAppSpec, load_spec
+from smoothscale.operator.scrape import InvalidMetricsError, PodMetrics, ScrapeFailure, parse_metrics
+from smoothscale.operator.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
+
+NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+EAGER, BATCHED = CatchUpTrigger.EAGER, CatchUpTrigger.BATCHED
+
+
+def waiting_plan() -> Plan:
+    """orders-1 warms 0_0 and 0_1 to run them, and keeps a standby of 0_3 it is to run; orders-2 warms 0_2."""
+    return Plan(
+        assignment={
+            "orders-0": ClientAssignment(active=["0_0", "0_1", "0_2", "0_3"]),
+            "orders-1": ClientAssignment(standby=["0_3"], warmup=["0_0", "0_1"]),
+            "orders-2": ClientAssignment(warmup=["0_2"]),
+        },
+        target={
+            "orders-0": ClientTarget(),
+            "orders-1": ClientTarget(active=["0_0", "0_1", "0_3"]),
+            "orders-2": ClientTarget(active=["0_2"]),
+        },
+        stable=False,
+        followup=None,
+        stats=PlanStats(
+            cross_rack_cost=0,
+            active_imbalance=4,
+            moved_actives=0,
+            warmups=3,
+            target_cross_rack_cost=0,
+            target_active_imbalance=0,
+        ),
+        explain={},
+    )
+
+
+def test_eager_counts_every_caught_up_copy_batched_only_a_pods_whole_batch() -> None:
+    lags = {"orders-1": {"0_0": 5, "0_1": 900, "0_3": 0}, "orders-2": {"0_2": 900}}
+    assert caught_up_moves(waiting_plan(), lags, 100, EAGER) == [("orders-1", "0_0"), ("orders-1", "0_3")]
+    assert caught_up_moves(waiting_plan(), lags, 100, BATCHED) == [], "orders-1 still warms 0_1"
+    lags["orders-1"]["0_1"] = 100
+    assert caught_up_moves(waiting_plan(), lags, 100, BATCHED) == [
+        ("orders-1", "0_0"),
+        ("orders-1", "0_1"),
+        ("orders-1", "0_3"),
+    ]
+
+
+def test_batched_does_not_wait_for_copies_no_warmup_restores_yet() -> None:
+    """A target beyond the warmup cap: orders-2 is to run 0_4 too, but holds no copy of it yet."""
+    plan = waiting_plan()
+    plan.target["orders-2"] = ClientTarget(active=["0_2", "0_4"])
+    assert caught_up_moves(plan, {"orders-2": {"0_2": 0}}, 100, BATCHED) == [("orders-2", "0_2")]
+
+
+# -- measured processing rates -----------------------------------------------------------------------------
+
+EXPOSITION = """\
+smoothscale_task_process_rate{task="0_0"} 250.5
+smoothscale_task_process_rate{task="0_0",thread="2"} 49.5
+smoothscale_task_process_rate{task="0_1"} 0
+smoothscale_task_lag{task="0_1"} 3
+"""
+
+
+def test_process_rates_are_scraped_and_summed_over_a_tasks_samples() -> None:
+    metrics = parse_metrics(EXPOSITION, MetricNames())
+    assert metrics.process_rates == {"0_0": 300.0, "0_1": 0.0}
+    assert metrics.lags == {"0_1": 3}
+    renamed = parse_metrics('rate{task="0_0"} 7', MetricNames(task_process_rate="rate"))
+    assert renamed.process_rates == {"0_0": 7.0}
+
+
+@pytest.mark.parametrize("value", ["-1", "NaN", "+Inf"])
+def test_a_negative_or_non_finite_rate_is_invalid(value: str) -> None:
+    with pytest.raises(InvalidMetricsError):
+        parse_metrics(f'smoothscale_task_process_rate{{task="0_0"}} {value}', MetricNames())
+
+
+def test_a_tasks_rate_is_its_active_owners() -> None:
+    """Standbys report 0 and a task in hand-over has no owner: neither is a sample."""
+    published = Publication(
+        generation=4,
+        assignment={
+            "orders-0": ClientAssignment(active=["0_0", "0_2"], standby=["0_1"]),
+            "orders-1": ClientAssignment(active=["0_1"], standby=["0_0"]),
+            "orders-2": ClientAssignment(active=["0_3"]),
+        },
+    )
+    results = {
+        "orders-0": PodMetrics(process_rates={"0_0": 120.0, "0_1": 0.0}),
+        "orders-1": PodMetrics(process_rates={"0_1": 80.0, "0_0": 0.0}),
+        "orders-2": ScrapeFailure(reason="Unreachable", message="timeout"),  # type: ignore[arg-type]
+    }
+    assert owner_rates(results, published) == {"0_0": 120.0, "0_1": 80.0}
+
+
+def test_the_mean_decays_with_the_age_of_samples_not_their_number() -> None:
+    rates = ProcessRates(time_constant=60)
+    rates.observe({"0_0": 100.0}, NOW)
+    assert rates.means() == {"0_0": 100.0}, "the first sample is the mean"
+    rates.observe({"0_0": 200.0}, NOW + timedelta(seconds=60))
+    assert rates.means()["0_0"] == pytest.approx(100 + 100 * (1 - 1 / 2.718281828))
+    burst = ProcessRates(time_constant=60)
+    burst.observe({"0_0": 100.0}, NOW)
+    for tick in range(1, 11):  # ten rounds within one second (pod events): together they weigh 1/60
+        burst.observe({"0_0": 1_000.0}, NOW + timedelta(seconds=tick / 10))
+    assert burst.means()["0_0"] == pytest.approx(100 + 900 * (1 - 2.718281828 ** (-1 / 60)))
+    burst.observe({"0_1": 5.0}, NOW)
+    assert set(burst.means()) == {"0_0", "0_1"}, "tasks are averaged independently"
+
+
+def spec(balance_by: str) -> StreamsAppSpec:
+    return load_spec(
+        {
+            "template": {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}},
+            "topology": {
+                "subtopologies": [
+                    {"name": "0", "partitions": 2, "inputTopics": ["orders"]},
+                    {"name": "1", "partitions": 2, "inputTopics": ["totals"], "weight": 3},
+                ]
+            },
+            "assignment": {"balanceBy": balance_by},
+        }
+    )
+
+
+def test_measured_weights_are_in_the_specs_unit() -> None:
+    """0_0, 0_1 and 1_0 are measured (the spec gives them 1 + 1 + 3 = 5 together); 1_1 is not yet."""
+    rates = {"0_0": 100.0, "0_1": 300.0, "1_0": 600.0, "9_9": 1e6}
+    weights = task_weights(spec("weight"), rates)
+    assert weights == pytest.approx({"0_0": 0.5, "0_1": 1.5, "1_0": 3.0, "1_1": 3.0})
+    assert task_weights(spec("count"), rates) == {"0_0": 1, "0_1": 1, "1_0": 3, "1_1": 3}
+
+
+@pytest.mark.parametrize("rates", [{}, {"0_0": 0.0, "1_0": 0.0}])
+def test_without_a_positive_measurement_the_spec_weights_stand(rates: dict[str, float]) -> None:
+    assert task_weights(spec("weight"), rates) == {"0_0": 1, "0_1": 1, "1_0": 3, "1_1": 3}
+
+
+def test_an_idle_task_keeps_a_small_positive_weight() -> None:
+    weights = task_weights(spec("weight"), {"0_0": 0.0, "0_1": 200.0})
+    assert weights["0_0"] == pytest.approx(IDLE_WEIGHT_FRACTION) and weights["0_1"] == pytest.approx(2.0)
+
+
+def test_the_snapshot_carries_the_weights() -> None:
+    data: Any = build_snapshot(
+        spec("weight"), NOW, [], Publication(generation=0), {}, {"0_0": 1.0, "1_1": 3.0}
+    )
+    assert {t.id: t.weight for t in data.tasks} == pytest.approx(
+        {"0_0": 1.0, "0_1": 1.0, "1_0": 3.0, "1_1": 3.0}
+    )
