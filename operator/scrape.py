@@ -2,7 +2,8 @@
 
 A pod reports (Contract 3) `smoothscale_task_lag{task=...}` for every task it has state for,
 `smoothscale_task_changelog_end_offset{task=...}` and `smoothscale_assignment_generation` (the generation it
-has fully applied; the hand-over waits for it). The names can be changed per app in `spec.metrics.names`.
+has fully applied; the hand-over waits for it), and may report `smoothscale_task_process_rate{task=...}`
+(records/s, the weights of `balanceBy: weight`). The names can be changed per app in `spec.metrics.names`.
 
 A pod that cannot be reached in time, answers with an error, or sends something that is not a valid
 exposition (unparseable text, a negative or non-finite lag, a body beyond `MAX_BODY_BYTES`) yields a
@@ -39,6 +40,8 @@ class PodMetrics:
     end_offsets: dict[str, int] = field(default_factory=dict)
     generation: int | None = None
     """The last generation the pod has fully applied, or None if it reports none yet."""
+    process_rates: dict[str, float] = field(default_factory=dict)
+    """Records per second each task processes on the pod (0 where it only restores or stands by)."""
 
 
 @dataclass(frozen=True)
@@ -64,13 +67,15 @@ def metrics_url(pod: PodInfo, metrics: MetricsSpec) -> str | None:
 
 
 def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
-    """The lags, changelog end offsets and applied generation in an exposition; raises InvalidMetricsError.
+    """The lags, changelog end offsets, applied generation and processing rates in an exposition; raises
+    InvalidMetricsError.
 
     Samples are matched by name (so counters' `_total` or extra labels do not matter); several samples of
     one task (e.g. one per store) are summed, as Contract 3 sums a task's logged stores.
     """
     lags: dict[str, int] = {}
     ends: dict[str, int] = {}
+    rates: dict[str, float] = {}
     generation: int | None = None
     try:
         for family in text_string_to_metric_families(text):
@@ -79,6 +84,10 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
                     value = _count(sample.value, sample.name)
                     generation = value if generation is None else max(generation, value)
                     continue
+                task = sample.labels.get(_TASK_LABEL)
+                if sample.name == names.task_process_rate and task:
+                    rates[task] = rates.get(task, 0.0) + _non_negative(sample.value, sample.name)
+                    continue
                 target = (
                     lags
                     if sample.name == names.task_lag
@@ -86,20 +95,23 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
                     if sample.name == names.changelog_end_offset
                     else None
                 )
-                task = sample.labels.get(_TASK_LABEL)
                 if target is not None and task:
                     target[task] = target.get(task, 0) + _count(sample.value, sample.name)
     except InvalidMetricsError:
         raise
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise InvalidMetricsError(f"not a Prometheus text exposition: {error}") from error
-    return PodMetrics(lags=lags, end_offsets=ends, generation=generation)
+    return PodMetrics(lags=lags, end_offsets=ends, generation=generation, process_rates=rates)
+
+
+def _non_negative(value: float, name: str) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise InvalidMetricsError(f"{name} = {value}: expected a finite, non-negative number")
+    return value
 
 
 def _count(value: float, name: str) -> int:
-    if not math.isfinite(value) or value < 0:
-        raise InvalidMetricsError(f"{name} = {value}: expected a finite, non-negative number")
-    return round(value)
+    return round(_non_negative(value, name))
 
 
 class Scraper:

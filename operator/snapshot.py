@@ -1,7 +1,8 @@
 """The planner's input (Contract 1) from what the operator observes about one app.
 
 Tasks come from the spec's topology (`<subtopology>_<partition>`), with their racks from the spec's static
-map and their changelog length from the end offsets the pods report. Clients are the app's pods that run on
+map, their changelog length from the end offsets the pods report, and their weight from the measured
+processing rates when the spec balances by weight (`task_weights`). Clients are the app's pods that run on
 a node and are not being deleted, with their node's zone, their leaving time, the lags they reported, and
 their roles in the published generation. Tasks a pod reports but the topology no longer has are left out:
 the planner refuses unknown task ids.
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import Client, ClientAssignment, Snapshot, Task
+from smoothscale.assignor.models import BalanceBy, Client, ClientAssignment, Snapshot, Task
 
 from .resource import StreamsAppSpec, input_partition_racks, planner_config
 
@@ -32,7 +34,38 @@ def task_ids(spec: StreamsAppSpec) -> list[str]:
     return [f"{sub.name}_{p}" for sub in spec.topology.subtopologies for p in range(sub.partitions)]
 
 
-def build_tasks(spec: StreamsAppSpec, end_offsets: Mapping[str, int]) -> list[Task]:
+IDLE_WEIGHT_FRACTION: Final = 0.01
+"""A task measured at 0 records/s weighs this fraction of its subtopology's weight (the planner needs a
+positive weight, and an idle task still holds a thread and its state)."""
+
+
+def task_weights(spec: StreamsAppSpec, rates: Mapping[str, float]) -> dict[str, float]:
+    """Each task's weight, in the unit of the spec's subtopology weights.
+
+    With `balanceBy: count` (where weights do not place anything) and for tasks without a measured rate,
+    the weight is the spec's. With `balanceBy: weight`, measured rates (records/s, see `rates`) are scaled
+    so that the measured tasks weigh together what the spec gives them: a measured task of average rate
+    then weighs its subtopology's average weight, and unmeasured tasks (new partitions, tasks not yet
+    scraped since a restart) stay comparable with measured ones.
+    """
+    declared = {
+        f"{sub.name}_{p}": sub.weight for sub in spec.topology.subtopologies for p in range(sub.partitions)
+    }
+    measured = {task: rate for task, rate in rates.items() if task in declared}
+    total = sum(measured.values())
+    if spec.assignment.balance_by is not BalanceBy.WEIGHT or total <= 0:
+        return declared
+    scale = sum(declared[task] for task in measured) / total
+    return {
+        task: max(measured[task] * scale, IDLE_WEIGHT_FRACTION * weight) if task in measured else weight
+        for task, weight in declared.items()
+    }
+
+
+def build_tasks(
+    spec: StreamsAppSpec, end_offsets: Mapping[str, int], rates: Mapping[str, float] | None = None
+) -> list[Task]:
+    weights = task_weights(spec, rates or {})
     return [
         Task(
             id=f"{sub.name}_{p}",
@@ -40,7 +73,7 @@ def build_tasks(spec: StreamsAppSpec, end_offsets: Mapping[str, int]) -> list[Ta
             stateful=sub.stateful,
             changelog_offsets=end_offsets.get(f"{sub.name}_{p}", 0),
             input_partition_racks=input_partition_racks(spec, sub, p),
-            weight=sub.weight,
+            weight=weights[f"{sub.name}_{p}"],
         )
         for sub in spec.topology.subtopologies
         for p in range(sub.partitions)
@@ -64,8 +97,10 @@ def build_snapshot(
     clients: Sequence[ClientObservation],
     published: Publication,
     end_offsets: Mapping[str, int],
+    rates: Mapping[str, float] | None = None,
 ) -> Snapshot:
-    tasks = build_tasks(spec, end_offsets)
+    """`rates`: each task's averaged processing rate (records/s), the weights of `balanceBy: weight`."""
+    tasks = build_tasks(spec, end_offsets, rates)
     known = {task.id for task in tasks}
     return Snapshot(
         now=now,

@@ -252,6 +252,11 @@ class MetricNames(SpecModel):
         "smoothscale_assignment_generation",
         description="Gauge of the last assignment generation the pod has fully applied.",
     )
+    task_process_rate: MetricName = Field(
+        "smoothscale_task_process_rate",
+        description="Per-task gauge of records processed per second, label task=<subtopology>_<partition>; "
+        "the task weights of balanceBy: weight.",
+    )
 
 
 class MetricsSpec(SpecModel):

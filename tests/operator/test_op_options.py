@@ -3,8 +3,8 @@ pods' measured processing rates (scraped, averaged, scaled into the snapshot).""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -13,7 +13,13 @@ from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, Client
 from smoothscale.operator.probing import caught_up_moves
 from smoothscale.operator.rates import ProcessRates, owner_rates
 from smoothscale.operator.resource import MetricNames, StreamsAppSpec, load_spec
-from smoothscale.operator.scrape import InvalidMetricsError, PodMetrics, ScrapeFailure, parse_metrics
+from smoothscale.operator.scrape import (
+    FailureReason,
+    InvalidMetricsError,
+    PodMetrics,
+    ScrapeFailure,
+    parse_metrics,
+)
 from smoothscale.operator.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -103,7 +109,7 @@ def test_a_tasks_rate_is_its_active_owners() -> None:
     results = {
         "orders-0": PodMetrics(process_rates={"0_0": 120.0, "0_1": 0.0}),
         "orders-1": PodMetrics(process_rates={"0_1": 80.0, "0_0": 0.0}),
-        "orders-2": ScrapeFailure(reason="Unreachable", message="timeout"),  # type: ignore[arg-type]
+        "orders-2": ScrapeFailure(FailureReason.UNREACHABLE, "timeout"),
     }
     assert owner_rates(results, published) == {"0_0": 120.0, "0_1": 80.0}
 
@@ -113,12 +119,12 @@ def test_the_mean_decays_with_the_age_of_samples_not_their_number() -> None:
     rates.observe({"0_0": 100.0}, NOW)
     assert rates.means() == {"0_0": 100.0}, "the first sample is the mean"
     rates.observe({"0_0": 200.0}, NOW + timedelta(seconds=60))
-    assert rates.means()["0_0"] == pytest.approx(100 + 100 * (1 - 1 / 2.718281828))
+    assert rates.means()["0_0"] == pytest.approx(100 + 100 * (1 - math.exp(-1)))
     burst = ProcessRates(time_constant=60)
     burst.observe({"0_0": 100.0}, NOW)
     for tick in range(1, 11):  # ten rounds within one second (pod events): together they weigh 1/60
         burst.observe({"0_0": 1_000.0}, NOW + timedelta(seconds=tick / 10))
-    assert burst.means()["0_0"] == pytest.approx(100 + 900 * (1 - 2.718281828 ** (-1 / 60)))
+    assert burst.means()["0_0"] == pytest.approx(100 + 900 * (1 - math.exp(-1 / 60)))
     burst.observe({"0_1": 5.0}, NOW)
     assert set(burst.means()) == {"0_0", "0_1"}, "tasks are averaged independently"
 
@@ -157,9 +163,8 @@ def test_an_idle_task_keeps_a_small_positive_weight() -> None:
 
 
 def test_the_snapshot_carries_the_weights() -> None:
-    data: Any = build_snapshot(
-        spec("weight"), NOW, [], Publication(generation=0), {}, {"0_0": 1.0, "1_1": 3.0}
+    snapshot = build_snapshot(
+        spec("weight"), NOW, [], Publication(generation=0), {}, {"0_0": 3.0, "1_1": 1.0}
     )
-    assert {t.id: t.weight for t in data.tasks} == pytest.approx(
-        {"0_0": 1.0, "0_1": 1.0, "1_0": 3.0, "1_1": 3.0}
-    )
+    weights = {t.id: t.weight for t in snapshot.tasks}
+    assert weights == pytest.approx({"0_0": 3.0, "0_1": 1.0, "1_0": 3.0, "1_1": 1.0})
