@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .appref import AppRef
+from .reconcile import AppReconciler, Observation
 
 if TYPE_CHECKING:
-    from .reconcile import AppReconciler, Observation
+    from .context import OperatorContext
 
 logger = logging.getLogger(__name__)
 
@@ -107,3 +108,33 @@ class AppRegistry:
 
     def __len__(self) -> int:
         return len(self._apps)
+
+
+async def run_app(
+    context: OperatorContext,
+    app: AppRef,
+    observe: Callable[[], Observation],
+    stopped: Callable[[], Awaitable[object]],
+) -> None:
+    """An app's loop, registered so that its pods' events reach it, until `stopped()` completes (kopf's
+    daemon flag: the app is deleted, the operator exits or peering pauses it)."""
+    config = context.config
+    runtime = AppRuntime(
+        AppReconciler(app, context),
+        interval=config.scrape_interval,
+        debounce=config.debounce,
+        clock=context.clock,
+    )
+    context.apps.add(runtime)
+
+    async def stop_when_stopped() -> None:
+        await stopped()
+        runtime.stop()
+
+    watcher = asyncio.create_task(stop_when_stopped())
+    try:
+        await runtime.run(observe)
+    finally:
+        watcher.cancel()
+        context.apps.remove(runtime)
+        runtime.reconciler.forget()

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import kopf
 
 from ..appref import AppRef
 from ..context import OperatorContext
-from ..reconcile import AppReconciler, Observation
+from ..reconcile import Observation
 from ..resource import names as resource
-from ..runtime import AppRuntime
+from ..runtime import run_app
 
 _APP = (resource.GROUP, resource.VERSION, resource.PLURAL)
 
@@ -28,35 +27,15 @@ def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
     ) -> None:
         # kopf passes an index as the kwarg named after its handler (see handlers.nodes).
         zones_by_node: kopf.Index[str, str] = kwargs["zones_by_node"]
-        app = AppRef(namespace or "default", name, uid)
 
         def observe() -> Observation:
             zones = {node: zone for node, found in zones_by_node.items() for zone in found}
             return Observation(body=body, zones=zones)
 
-        config = context.config
-        runtime = AppRuntime(
-            AppReconciler(app, context),
-            interval=config.scrape_interval,
-            debounce=config.debounce,
-            clock=context.clock,
-        )
-        context.apps.add(runtime)
-        watcher = asyncio.create_task(_stop_when(stopped, runtime))
-        try:
-            await runtime.run(observe)
-        finally:
-            watcher.cancel()
-            context.apps.remove(runtime)
-            runtime.reconciler.forget()
+        await run_app(context, AppRef(namespace or "default", name, uid), observe, stopped.wait)
 
     @kopf.on.event(*_APP, registry=registry, id="app_changed")
     def app_changed(name: str, namespace: str | None, meta: kopf.Meta, status: kopf.Status, **_: Any) -> None:
         # Our own status writes come back as events too: only a new spec generation wakes the loop.
         if namespace and meta.get("generation") != status.get("observedGeneration"):
             context.apps.trigger(namespace, name)
-
-
-async def _stop_when(stopped: kopf.DaemonStopped, runtime: AppRuntime) -> None:
-    await stopped.wait()
-    runtime.stop()
