@@ -93,6 +93,11 @@ def publication_event(before: Publication, after: Publication) -> AppEvent:
     """One event per generation, named after its most notable step."""
     owners_before = before.active_owner()
     owners_after = after.active_owner()
+    if not owners_after and not after.revoking:
+        message = (
+            f"generation {after.generation} starts nothing: every pod stops its tasks before any starts again"
+        )
+        return AppEvent(EventType.WARNING, "AssignmentBarrier", message)
     revoked = sorted(t for t in after.revoking if t not in before.revoking)
     moved = sorted(t for t, pod in owners_after.items() if owners_before.get(t, pod) != pod)
     handed = sorted(t for t in before.revoking if t in owners_after)

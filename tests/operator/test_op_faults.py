@@ -141,3 +141,4 @@ def test_a_deleted_assignment_is_rebuilt_behind_a_barrier(
         assert barrier in seen and seen == sorted(seen), seen
         wait_for(lambda: balanced(kube.publication(), 3, 6), what="balance again")
         assert after.generation > barrier
+        assert "AssignmentBarrier" in kube.reasons()

@@ -178,6 +178,8 @@ def test_each_generation_gets_one_event_named_after_its_most_notable_step() -> N
     done = publication_event(revoking, moved)
     assert done.reason == "TasksMoved" and "0_1 on orders-2" in done.message
     assert done.message.startswith("generation 7:")
+    barrier = publication_event(EMPTY, Publication(generation=9))
+    assert (barrier.type, barrier.reason) == (EventType.WARNING, "AssignmentBarrier")
 
 
 def test_metrics_failures_and_spec_problems_are_reported_when_they_start_and_end() -> None:
