@@ -73,7 +73,7 @@ def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
     kube: Kubectl, fake: FakeKubelet, run_operator
 ) -> None:
     with run_operator():
-        kube.apply(streamsapp(replicas=5, partitions=10))
+        kube.apply(streamsapp(replicas=5, partitions=10, storage=True))
         wait_for(lambda: balanced(kube.publication(), 5, 10), what="balance on 5")
         fake.restore_rate = 100_000
         for name in ("orders-3", "orders-4"):
@@ -95,6 +95,10 @@ def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
         wait_for(lambda: balanced(kube.publication(), 3, 10), what="balance on 3")
         wait_for(lambda: kube.condition("ScalingDown").get("status") == "False", what="ScalingDown False")
         assert {"PodLeaving", "PodRetired"} <= kube.reasons()
+        claims = kube.core.list_namespaced_persistent_volume_claim("default").items
+        assert sorted(c.metadata.name for c in claims) == [f"orders-state-{i}" for i in range(3)], (
+            "deleteOnScaleDown"
+        )
 
 
 def test_scale_down_timeout_hands_tasks_to_the_most_caught_up_pods(
