@@ -7,7 +7,8 @@ own, it plays what a cluster does around the operator, through the API like a ku
 - it creates one node per zone, binds every pod the operator creates to one (round robin by ordinal), gives
   it an IP (127.0.0.1) and, because all pods share that IP, the metrics port annotation
   (`smoothscale.io/metrics-port`: one loopback port per pod), then reports it Running and Ready;
-- it serves each pod's Contract 3 metrics from memory;
+- it serves each pod's Contract 3 metrics from memory, with the processing rate in `process_rates` of each
+  task the pod runs active;
 - each pod reads its app's assignment ConfigMap, applies the newest generation unless `hold`, and reports
   it; every task a pod holds (active, standby, warmup) catches up at `restore_rate` offsets per second from
   `changelog` (or from the state it kept, with `keep_state`, when a pod comes back under its name);
@@ -58,8 +59,13 @@ class FakePod:
     def held(self) -> set[str]:
         return self.active | self.standby | self.warmup
 
-    def exposition(self, changelog: int) -> str:
+    def exposition(self, changelog: int, process_rates: dict[str, float]) -> str:
         lines = ["# TYPE smoothscale_task_lag gauge"]
+        lines += [
+            f'smoothscale_task_process_rate{{task="{t}"}} {process_rates[t]}'
+            for t in sorted(self.active)
+            if t in process_rates
+        ]
         lines += [f'smoothscale_task_lag{{task="{t}"}} {int(lag)}' for t, lag in sorted(self.lags.items())]
         lines += [
             f'smoothscale_task_changelog_end_offset{{task="{t}"}} {changelog}' for t in sorted(self.lags)
@@ -92,6 +98,8 @@ class FakeKubelet:
         self.tick = tick
         self._random = random.Random(seed)
         self.keep_state = False
+        self.process_rates: dict[str, float] = {}
+        """task -> records/s its active pod reports (`smoothscale_task_process_rate`); others report none."""
         self.not_ready: set[str] = set()
         self.pods: dict[str, FakePod] = {}
         self.violations: list[str] = []
@@ -238,7 +246,7 @@ class FakeKubelet:
         if pod.mode == "garbage":
             return web.Response(text="<html>this is not prometheus {{{</html>")
         with self.lock:
-            return web.Response(text=pod.exposition(self.changelog))
+            return web.Response(text=pod.exposition(self.changelog, self.process_rates))
 
     # -- the pods' behaviour -------------------------------------------------------------------------------
 

@@ -7,9 +7,11 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from op_testkit import Kubectl, actives, streamsapp, wait_for
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, ClientTarget, Plan, PlanStats
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 from smoothscale.operator.probing import caught_up_moves
 from smoothscale.operator.rates import ProcessRates, owner_rates
 from smoothscale.operator.resource import MetricNames, StreamsAppSpec, load_spec
@@ -168,3 +170,33 @@ def test_the_snapshot_carries_the_weights() -> None:
     )
     weights = {t.id: t.weight for t in snapshot.tasks}
     assert weights == pytest.approx({"0_0": 3.0, "0_1": 1.0, "1_0": 3.0, "1_1": 1.0})
+
+
+def test_measured_rates_rebalance_the_pods_by_weight(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
+    """Subtopologies a (4 tasks) and b (8), equal in the spec, on 3 pods: 2 a + 2 b on one pod, 1 a + 3 b on
+    the others. Once the pods report a's tasks at 1,000 records/s and b's at 100, the next plan (on a spec
+    change) leaves the pod with two a tasks nothing else: 5 (2 x 2.5) against 2.5 + 5 x 0.25 twice."""
+    app = streamsapp(replicas=3, standbys=0)
+    app["spec"]["topology"]["subtopologies"] = [
+        {"name": "a", "partitions": 4, "inputTopics": ["a"]},
+        {"name": "b", "partitions": 8, "inputTopics": ["b"]},
+    ]
+    app["spec"]["assignment"]["balanceBy"] = "weight"
+    with run_operator():
+        kube.apply(app)
+
+        def heavy_pod_tasks() -> list[str] | None:
+            owners = actives(kube.publication())
+            if len(owners) < 12:
+                return None
+            heavy = [
+                pod for pod in set(owners.values()) if sum(owners[f"a_{p}"] == pod for p in range(4)) == 2
+            ]
+            return sorted(task for task, pod in owners.items() if pod in heavy) if heavy else None
+
+        assert len(wait_for(heavy_pod_tasks, what="every task active, one pod with two a tasks")) == 4
+        fake.process_rates = {f"a_{p}": 1_000.0 for p in range(4)} | {f"b_{p}": 100.0 for p in range(8)}
+        kube.patch_app("orders", {"spec": {"assignment": {"probingInterval": "2m"}}})
+        wait_for(
+            lambda: heavy_pod_tasks() == ["a_0", "a_1"] or heavy_pod_tasks() == ["a_2", "a_3"], what="2 a"
+        )
