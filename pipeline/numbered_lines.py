@@ -1,0 +1,56 @@
+"""Text files as a DataFrame of lines that know where they came from (`file`, `line`, 1-based).
+
+Diagnoses cite the lines that support them, so every line needs its file and number. Spark's text source
+does not number lines; it does expose each row's file and the byte offset of the split the row was read
+from (`_metadata.file_block_start`), and `monotonically_increasing_id` numbers rows consecutively inside a
+split. A line's number is therefore its position in its split plus the line count of the file's earlier
+splits. Those counts come from one cheap aggregation (a row per split), computed on the JVM: no line passes
+through Python. Gzip files are never split, so they are one split each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+
+def scan(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """Columns `value`, `file` (the path as Spark names it), `block` (its split) and `row_id`; numbered by
+    `number`, possibly after classifying and caching the rows (a row id is stable for a given scan)."""
+    return spark.read.text(list(paths)).select(
+        F.col("value"),
+        F.col("_metadata.file_path").alias("file"),
+        F.col("_metadata.file_block_start").alias("block"),
+        F.monotonically_increasing_id().alias("row_id"),
+    )
+
+
+def number(rows: DataFrame, keep: Column | None = None) -> DataFrame:
+    """`rows` from `scan` (further columns kept) with `line` (long, from 1) in place of block and row_id;
+    only the rows where `keep` holds, if given (every row still counts for the numbering)."""
+    by_file = Window.partitionBy("file").orderBy("block")
+    splits = (
+        rows.groupBy("file", "block")
+        .agg(F.count(F.lit(1)).alias("rows"), F.min("row_id").alias("first_row_id"))
+        .withColumn("lines_before", F.sum("rows").over(by_file) - F.col("rows"))
+        .drop("rows")
+    )
+    line = F.col("row_id") - F.col("first_row_id") + F.col("lines_before") + 1
+    return (
+        (rows if keep is None else rows.where(keep))
+        .join(F.broadcast(splits), ["file", "block"])
+        .withColumn("line", line)
+        .drop("block", "row_id", "first_row_id", "lines_before")
+    )
+
+
+def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """Columns `file`, `line` and `value`: every line of the files."""
+    return number(scan(spark, paths))
+
+
+def short_name(file_column: str = "file") -> F.Column:
+    """The file's base name, for citations that fit on a line."""
+    return F.regexp_extract(F.col(file_column), r"([^/]+)$", 1)

@@ -1,0 +1,38 @@
+"""The Spark session every pipeline job runs in.
+
+Locally the session is `local[*]` unless a master is given; under `spark-submit` the master (and everything
+else) comes from the submit command, so the job must not override it. The UI and the console progress bar
+stay off: the jobs are batch runs whose progress nobody watches, and the UI's port clashes when several
+runs share a machine.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+def under_spark_submit() -> bool:
+    """True in a driver started by `spark-submit` (it hands the driver its JVM through this variable)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(master: str | None = None, app_name: str = "smoothscale") -> SparkSession:
+    """A session on `master`; `local[*]` when none is given and `spark-submit` did not choose one."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        # The tables after parsing are small: a few partitions, not the default 200.
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    if master is not None:
+        builder = builder.master(master)
+    elif not under_spark_submit():
+        builder = builder.master(DEFAULT_MASTER)
+    return builder.getOrCreate()
