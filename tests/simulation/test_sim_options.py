@@ -9,7 +9,7 @@ import pytest
 from sim_testkit import library_scenario, small_scenario
 
 from smoothscale.assignor.models import BalanceBy, CatchUpTrigger
-from smoothscale.assignor.simulation import Scenario, simulate
+from smoothscale.assignor.simulation import Scenario, ScenarioError, simulate
 
 
 def with_planner(scenario: Scenario, **options: Any) -> Scenario:
@@ -19,6 +19,18 @@ def with_planner(scenario: Scenario, **options: Any) -> Scenario:
 def multi_warmup() -> Scenario:
     """The library's 3 -> 6 scale-out with room for 6 warmups: each new pod warms several tasks at once."""
     return with_planner(library_scenario("scale-out-3-to-6"), max_warmup_replicas=6)
+
+
+def test_a_scenario_sets_the_options_in_its_planner_config() -> None:
+    options = {"balanceFactor": 2, "balanceBy": "weight", "catchUpTrigger": "batched"}
+    planner = small_scenario(planner=options).planner
+    assert (planner.balance_factor, planner.balance_by, planner.catch_up_trigger) == (
+        2,
+        BalanceBy.WEIGHT,
+        CatchUpTrigger.BATCHED,
+    )
+    with pytest.raises(ScenarioError, match=r"planner\.catchUpTrigger"):
+        small_scenario(planner={"catchUpTrigger": "lazy"})
 
 
 def test_batched_publishes_no_more_generations_than_eager() -> None:
