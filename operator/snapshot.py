@@ -106,18 +106,23 @@ def build_snapshot(
         now=now,
         config=planner_config(spec),
         tasks=tasks,
-        clients=[_client(c, published.assignment.get(c.pod), known) for c in clients],
+        clients=[_client(c, published, known) for c in clients],
     )
 
 
-def _client(observed: ClientObservation, roles: ClientAssignment | None, known: set[str]) -> Client:
-    roles = roles or ClientAssignment()
+def _client(observed: ClientObservation, published: Publication, known: set[str]) -> Client:
+    """The pod as the planner sees it. A task being revoked from this pod still counts as its active:
+    until the pod confirms the revocation it may be running it, and it is the one copy sure to be caught
+    up. Seen as ownerless, a task whose other caught-up copies sit on leaving pods would go to the most
+    caught-up staying pod, one with no state, and stop for a whole restore (seen in a host swap)."""
+    roles = published.assignment.get(observed.pod) or ClientAssignment()
+    revoked = [t for t, r in published.revoking.items() if r.owner == observed.pod and t in known]
     return Client(
         id=observed.pod,
         rack=observed.zone,
         leaving_since=observed.leaving_since,
         lags={task: lag for task, lag in observed.lags.items() if task in known},
-        active=[t for t in roles.active if t in known],
-        standby=[t for t in roles.standby if t in known],
-        warmup=[t for t in roles.warmup if t in known],
+        active=[t for t in roles.active if t in known] + revoked,
+        standby=[t for t in roles.standby if t in known and t not in revoked],
+        warmup=[t for t in roles.warmup if t in known and t not in revoked],
     )

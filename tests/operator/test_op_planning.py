@@ -157,3 +157,29 @@ def test_a_lost_configmap_is_followed_by_a_barrier_above_every_generation_seen()
     assert not barrier_pending(barrier, {"orders-0": 8}, {"orders-0"}), "a gone pod runs nothing"
     assert not barrier_pending(PUBLISHED, {}, alive), "a generation with actives is no barrier"
     assert not barrier_pending(EMPTY, {}, alive)
+
+
+def test_a_task_being_revoked_stays_with_its_leaving_owner_until_someone_caught_up_can_take_it() -> None:
+    """Host swap: 1_0 is being revoked from leaving orders-0 toward orders-2, which fell behind. Planning
+    must see orders-0 as 1_0's owner (it may still be running it, and it is caught up), not hand 1_0 to a
+    staying pod without state."""
+    published = Publication(
+        generation=7,
+        assignment={
+            "orders-0": ClientAssignment(active=["0_0", "0_1", "1_1"], standby=["1_0"]),
+            "orders-2": ClientAssignment(warmup=["1_0"]),
+            "orders-3": ClientAssignment(),
+        },
+        revoking={"1_0": Revocation(owner="orders-0", generation=7)},
+    )
+    leaving = NOW - timedelta(minutes=1)
+    clients = [
+        observe("orders-0", "zone-a", {"1_0": 0, "1_1": 0}, leaving=leaving),
+        observe("orders-2", "zone-a", {"1_0": 900}),
+        observe("orders-3", "zone-b", {}),
+    ]
+    snapshot = build_snapshot(SPEC, NOW, clients, published, {"1_0": 5000, "1_1": 5000})
+    owner = next(c for c in snapshot.clients if c.id == "orders-0")
+    assert "1_0" in owner.active and "1_0" not in owner.standby
+    result = plan(snapshot)
+    assert "1_0" in result.assignment["orders-0"].active, "kept by its caught-up (leaving) owner"
