@@ -33,6 +33,7 @@ from smoothscale.operator.access import Access, UndeclaredAccessError, request_a
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 from smoothscale.operator.main import build_registry
 
 TOKEN = "smoothscale-operator-service-account"
@@ -112,7 +113,7 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
     app["spec"]["storage"]["deleteOnScaleDown"] = True
     with (
         kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig)) as client,
-        testkit.FakeCluster(cluster.url) as fake,
+        FakeKubelet(cluster.url, catch_up_lag=1000) as fake,
         KopfRunner(
             ["run", "-A", "--standalone"], registry=build_registry(OperatorContext(config)), timeout=60
         ),
