@@ -3,8 +3,8 @@
 Pods are created one by one (no StatefulSet: any pod must be removable, as host swaps and drains need), named
 `<app>-<ordinal>`, from the app's template plus what Contract 3 asks for: labels, the revision hash, the
 state volume (the ordinal's claim, so that a pod recreated with that ordinal finds its state again), the
-assignment ConfigMap as a volume, and the environment the client library reads. What the template already
-defines wins, except the reserved labels.
+assignment ConfigMap as a volume, the environment the client library reads, and a restrictive security
+context. What the template already defines wins, except the reserved labels.
 """
 
 from __future__ import annotations
@@ -17,6 +17,17 @@ from typing import Any
 from . import names
 from .appref import AppRef
 from .resource import StreamsAppSpec
+
+POD_SECURITY_CONTEXT: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""What a pod gets unless its template says otherwise: a stream processor needs no root and no unusual
+syscalls, so a compromised one should not get them either (the Kubernetes "restricted" profile)."""
+CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
 
 
 def template_revision(spec: StreamsAppSpec) -> str:
@@ -46,9 +57,13 @@ def build_pod(app: AppRef, spec: StreamsAppSpec, ordinal: int, revision: str) ->
             volumes.append(volume)
     pod_spec["volumes"] = volumes
     pod_spec.setdefault("hostname", name)
+    pod_spec["securityContext"] = _restricted(POD_SECURITY_CONTEXT, pod_spec.get("securityContext"))
     for key in ("containers", "initContainers"):
         for container in pod_spec.get(key) or []:
             _add_env(container, app)
+            container["securityContext"] = _restricted(
+                CONTAINER_SECURITY_CONTEXT, container.get("securityContext")
+            )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -98,6 +113,12 @@ def _assignment_volume(app: AppRef) -> dict[str, Any]:
     # Optional: the pod starts before the first generation is published, and reads it when it appears.
     configmap = {"name": names.assignment_configmap(app.name), "optional": True}
     return {"name": names.ASSIGNMENT_VOLUME, "configMap": configmap}
+
+
+def _restricted(defaults: dict[str, Any], template: dict[str, Any] | None) -> dict[str, Any]:
+    """`defaults` under the template's own security context: every field the template sets wins whole (a
+    template that adds capabilities or runs as root does so on purpose, and asked for exactly that)."""
+    return {**copy.deepcopy(defaults), **(template or {})}
 
 
 def _add_env(container: dict[str, Any], app: AppRef) -> None:
