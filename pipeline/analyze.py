@@ -50,7 +50,7 @@ def _log_incidents(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFram
     ).persist(StorageLevel.MEMORY_AND_DISK)  # fmt: skip
     counts = log_lines.line_counts(slim)
     incidents = log_lines.incidents(number(slim, F.col("pattern").isNotNull()), inputs.default_date)
-    return incidents.persist(StorageLevel.MEMORY_AND_DISK), counts
+    return incidents, counts
 
 
 def _journal(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFrame, DataFrame]:
@@ -63,32 +63,42 @@ def _journal(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFrame, Dat
     counts = parsed.groupBy("file").agg(
         F.count(F.lit(1)).alias("lines"), F.sum(F.col("malformed").cast("long")).alias("malformed")
     )
-    return parsed.where(~F.col("malformed")), counts
+    return parsed.where(~F.col("malformed")).drop("malformed"), counts
+
+
+def _materialize(spark: SparkSession, frame: DataFrame, out: Path, name: str) -> DataFrame:
+    """Write `frame` as the Parquet table `name` and read it back: later steps then plan against a file
+    scan instead of re-planning the whole lineage (parsing expressions are large) in every step."""
+    path = str(out / "tables" / name)
+    frame.coalesce(1).write.mode("overwrite").parquet(path)
+    return spark.read.parquet(path)
 
 
 def analyze(spark: SparkSession, inputs: AnalyzeInputs) -> AnalyzeResult:
-    """Build every table, write them as Parquet under `inputs.out`, and return them (read back)."""
-    incidents, log_counts = _log_incidents(spark, inputs)
-    journal, journal_counts = _journal(spark, inputs)
-    rebalances = timeline.rebalance_timeline(incidents, journal).persist()
-    by_task = restore.restore_by_task(journal, restore.zone_table(spark, inputs.zones)).persist()
-    tables = {
-        "rebalances": rebalances,
+    """Build every table, write them as Parquet under `inputs.out/tables`, and return them (read back)."""
+    inputs.out.mkdir(parents=True, exist_ok=True)
+    found, log_counts = _log_incidents(spark, inputs)
+    parsed, journal_counts = _journal(spark, inputs)
+    incidents = _materialize(spark, found, inputs.out, "log_incidents")
+    journal = _materialize(spark, parsed, inputs.out, "journal")
+    rebalances = _materialize(
+        spark, timeline.rebalance_timeline(incidents, journal), inputs.out, "rebalances"
+    )
+    by_task = _materialize(
+        spark,
+        restore.restore_by_task(journal, restore.zone_table(spark, inputs.zones)),
+        inputs.out,
+        "warmups",
+    )
+    derived = {
         "diagnoses": diagnoses.diagnose(rebalances, incidents, journal, inputs.thresholds),
-        "warmups": by_task,
         "restore_by_pod": restore.restore_rollup(by_task, "app", "pod", "zone"),
         "restore_by_zone": restore.restore_rollup(by_task, "app", "zone"),
         "time_to_balance": balance.time_to_balance(journal),
         "cross_zone": restore.cross_zone(journal),
-        "log_incidents": incidents.drop("text"),
     }
-    inputs.out.mkdir(parents=True, exist_ok=True)
-    written = {}
-    for name, frame in tables.items():
-        path = str(inputs.out / "tables" / name)
-        frame.coalesce(1).write.mode("overwrite").parquet(path)
-        written[name] = spark.read.parquet(path)
-    files = [{"kind": "log", **row.asDict()} for row in log_counts.orderBy("file").collect()] + [
-        {"kind": "journal", **row.asDict()} for row in journal_counts.orderBy("file").collect()
-    ]
-    return AnalyzeResult(tables=written, inputs=files)
+    tables = {"log_incidents": incidents, "journal": journal, "rebalances": rebalances, "warmups": by_task}
+    tables |= {name: _materialize(spark, frame, inputs.out, name) for name, frame in derived.items()}
+    files = [{"kind": "log", **row.asDict()} for row in log_counts.orderBy("file").collect()]
+    files += [{"kind": "journal", **row.asDict()} for row in journal_counts.orderBy("file").collect()]
+    return AnalyzeResult(tables=tables, inputs=files)

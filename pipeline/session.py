@@ -9,6 +9,7 @@ runs share a machine.
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 
@@ -28,11 +29,14 @@ def build_session(master: str | None = None, app_name: str = "smoothscale") -> S
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         # The tables after parsing are small: a few partitions, not the default 200.
-        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
     )
+    if master is None and not under_spark_submit():
+        master = DEFAULT_MASTER
     if master is not None:
         builder = builder.master(master)
-    elif not under_spark_submit():
-        builder = builder.master(DEFAULT_MASTER)
+    if master is not None and master.startswith("local"):
+        # Local workers run this interpreter (with this package), not whatever `python3` is on the PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return builder.getOrCreate()
