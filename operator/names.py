@@ -32,6 +32,11 @@ METRICS_PORT_ANNOTATION: Final = "smoothscale.io/metrics-port"
 sandbox's kubelet stand-in, which runs every pod's worker on 127.0.0.1 with a port of its own and writes the
 port here. Only the port can be overridden: the operator scrapes nothing but the pod's own IP."""
 
+RESTARTED_AT_ANNOTATION: Final = "smoothscale.io/restartedAt"
+"""On the app's pod template, as `kubectl rollout restart`'s `kubectl.kubernetes.io/restartedAt`:
+`smoothscale swap` sets it to the time of the request, which changes the template's revision, so the update
+strategy replaces every pod."""
+
 # -- the assignment ConfigMap (Contract 3) -----------------------------------------------------------------
 ASSIGNMENT_KEY: Final = "assignment.json.gz"
 """binaryData key: `smoothscale.assignor.handover.encode_publication` (gzip'd JSON of a Publication)."""
