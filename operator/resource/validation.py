@@ -66,6 +66,7 @@ def semantic_problems(spec: StreamsAppSpec) -> list[str]:
         *_rack_problems(spec),
         *_assignment_problems(spec),
         *_scaling_problems(spec),
+        *_template_problems(spec),
     ]
 
 
@@ -123,6 +124,46 @@ def _scaling_problems(spec: StreamsAppSpec) -> Iterator[str]:
             f"spec.scaling.maxSurge: must allow at least one extra pod when updateStrategy is Swap "
             f"(got {scaling.max_surge!r})"
         )
+
+
+def _template_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    """The template is free-form (the API server validates the pods), but the parts the operator merges its
+    own into must have their Kubernetes shape, or building a pod would fail instead of the spec being
+    reported: maps of labels and annotations, lists of named objects for containers, env and volumes, and
+    objects for security contexts."""
+    template = spec.template.model_dump(mode="json")
+    where = "spec.template"
+    for key in ("labels", "annotations"):
+        value = (template.get("metadata") or {}).get(key)
+        if value is not None and not _is_string_map(value):
+            yield f"{where}.metadata.{key}: must be a map of strings"
+    pod_spec = template["spec"]
+    yield from _named_objects(pod_spec.get("volumes"), f"{where}.spec.volumes")
+    if not isinstance(pod_spec.get("securityContext") or {}, dict):
+        yield f"{where}.spec.securityContext: must be an object"
+    for key in ("containers", "initContainers"):
+        yield from _named_objects(pod_spec.get(key), f"{where}.spec.{key}")
+        for index, container in enumerate(pod_spec.get(key) or []):
+            if not isinstance(container, dict):
+                continue
+            yield from _named_objects(container.get("env"), f"{where}.spec.{key}[{index}].env")
+            if not isinstance(container.get("securityContext") or {}, dict):
+                yield f"{where}.spec.{key}[{index}].securityContext: must be an object"
+
+
+def _named_objects(value: object, where: str) -> Iterator[str]:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        yield f"{where}: must be a list"
+        return
+    for index, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            yield f"{where}[{index}]: must be an object with a string name"
+
+
+def _is_string_map(value: object) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
 
 
 def _describe(error: ErrorDetails) -> str:
