@@ -87,7 +87,7 @@ class Generations:
         self.core = kubernetes.client.CoreV1Api(client)
         self.app = app
         self.seen: list[Publication] = []
-        self._watch = kubernetes.watch.Watch()
+        self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> Generations:
@@ -95,22 +95,29 @@ class Generations:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._watch.stop()
+        self._stopped.set()
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        stream = self._watch.stream(
-            self.core.list_namespaced_config_map,
-            NAMESPACE,
-            label_selector=f"smoothscale.io/app={self.app}",
-            timeout_seconds=120,
-        )
-        for event in stream:
-            data = event["object"].binary_data or {}
-            if "assignment.json.gz" in data:
-                published = decode_publication(base64.b64decode(data["assignment.json.gz"]))
-                if not self.seen or self.seen[-1].generation != published.generation:
-                    self.seen.append(published)
+        """Short watches, each resuming at the last resourceVersion seen, until the test is done."""
+        version: str | None = None
+        while not self._stopped.is_set():
+            stream = kubernetes.watch.Watch().stream(
+                self.core.list_namespaced_config_map,
+                NAMESPACE,
+                label_selector=f"smoothscale.io/app={self.app}",
+                resource_version=version,
+                timeout_seconds=1,
+            )
+            for event in stream:
+                version = event["object"].metadata.resource_version
+                self._record(event["object"].binary_data or {})
+
+    def _record(self, data: dict[str, str]) -> None:
+        if "assignment.json.gz" in data:
+            published = decode_publication(base64.b64decode(data["assignment.json.gz"]))
+            if not self.seen or self.seen[-1].generation != published.generation:
+                self.seen.append(published)
 
     def moves(self, since_generation: int = 0) -> dict[str, list[str]]:
         """task -> the pods it became active on, in order, in the generations after `since_generation`."""

@@ -1,0 +1,62 @@
+"""Scale requests that arrive while tasks move: one migration, re-targeted to the latest size.
+
+The rebalancing guide advises against scaling again while tasks move; autoscalers and people do it anyway.
+Three requests in a row (3 -> 6 -> 4 -> 5) while the first migration's warmups are still restoring must
+end in one stable, balanced assignment on 5 pods, and no task may change its active pod twice: a task
+warming toward a pod that a later request removes is not moved there and then away again.
+"""
+
+from __future__ import annotations
+
+import time
+
+import kubernetes
+from ops_testkit import SAPP, Generations, balanced, publication, streamsapp, wait_for
+
+from smoothscale.operator.context import OperatorContext
+from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+
+SLOW_RESTORE = 25_000.0
+"""Offsets per second: a new pod needs ~4 s to catch up on a task (changelog 100,000), long enough for the
+later requests to arrive mid-migration."""
+
+
+def test_three_scale_requests_during_a_migration_end_at_the_last_size_moving_no_task_twice(
+    k8s: kubernetes.client.ApiClient, fake: FakeKubelet, operator: OperatorContext
+) -> None:
+    custom = kubernetes.client.CustomObjectsApi(k8s)
+    core = kubernetes.client.CoreV1Api(k8s)
+    with Generations(k8s) as generations:
+        custom.create_namespaced_custom_object(*SAPP, streamsapp(replicas=3))
+        start = wait_for(lambda: balanced(p := publication(core), 3, 12) and p, what="3 balanced pods")
+        fake.restore_rate = SLOW_RESTORE
+
+        def scale(replicas: int) -> None:
+            custom.patch_namespaced_custom_object_scale(*SAPP, "orders", {"spec": {"replicas": replicas}})
+
+        scale(6)
+        wait_for(
+            lambda: any(r.warmup for r in (publication(core) or start).assignment.values()),
+            what="warmups toward the new pods",
+        )
+        scale(4)
+        time.sleep(0.5)
+        scale(5)
+        wait_for(lambda: balanced(publication(core), 5, 12), timeout=40, what="5 balanced pods")
+        wait_for(
+            lambda: (
+                not custom.get_namespaced_custom_object(*SAPP, "orders")["status"]["autoscaling"]["migrating"]
+            ),
+            what="migration over",
+        )
+        time.sleep(0.5)  # the watch delivers the last generations
+
+    numbers = [p.generation for p in generations.seen]
+    assert numbers == list(range(numbers[0], numbers[-1] + 1)), f"a generation was not seen: {numbers}"
+    moves = generations.moves(since_generation=start.generation)
+    assert moves, "the scale-out moved no task"
+    twice = {task: pods for task, pods in moves.items() if len(pods) > 1}
+    assert not twice, f"tasks moved more than once: {twice}"
+    final = publication(core)
+    assert final is not None and sorted(final.assignment) == [f"orders-{i}" for i in range(5)]
+    assert "orders-5" not in {pod for pods in moves.values() for pod in pods}
