@@ -14,6 +14,7 @@ module, so it measures the protocol the operator runs.
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Mapping, Set
 
 from pydantic import Field
@@ -143,6 +144,6 @@ def decode_publication(data: bytes) -> Publication:
     """Inverse of `encode_publication`; raises ValueError on anything that is not a valid publication."""
     try:
         text = gzip.decompress(data)
-    except (OSError, EOFError) as error:
+    except (OSError, EOFError, zlib.error) as error:  # bad header, truncation, or a corrupt deflate stream
         raise ValueError(f"assignment is not gzip data: {error}") from error
     return Publication.model_validate_json(text)
