@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
+import pytest
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
 from smoothscale.operator.config import OperatorConfig
@@ -76,27 +78,52 @@ def test_garbage_metrics_are_reported_not_trusted(kube: Kubectl, fake: FakeKubel
         )
 
 
+_GOOD_CONTAINERS = streamsapp()["spec"]["template"]["spec"]["containers"]
+
+
+@pytest.mark.parametrize(
+    ("broken", "field", "repaired"),
+    [
+        (
+            {"assignment": {"probingInterval": "0s"}},
+            "spec.assignment.probingInterval",
+            {"assignment": {"probingInterval": "1m"}},
+        ),
+        # Found by tests/fuzz/test_fuzz_spec.py: building the new pods crashed on a malformed env entry.
+        (
+            {"template": {"spec": {"containers": [{**_GOOD_CONTAINERS[0], "env": [None]}]}}},
+            "spec.template.spec.containers[0].env[0]",
+            {"template": {"spec": {"containers": _GOOD_CONTAINERS}}},
+        ),
+    ],
+    ids=["probing-interval", "malformed-template"],
+)
 def test_an_invalid_spec_freezes_the_app_on_its_last_good_assignment(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl,
+    fake: FakeKubelet,
+    run_operator,
+    broken: dict[str, Any],
+    field: str,
+    repaired: dict[str, Any],
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
         before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
-        kube.patch_app("orders", {"spec": {"replicas": 5, "assignment": {"probingInterval": "0s"}}})
+        kube.patch_app("orders", {"spec": {"replicas": 5, **broken}})
 
         invalid = wait_for(
             lambda: kube.condition("InvalidSpec").get("status") == "True" and kube.condition("InvalidSpec")
         )
-        assert "spec.assignment.probingInterval" in invalid["message"]
+        assert field in invalid["message"]
         assert invalid["observedGeneration"] == kube.app()["metadata"]["generation"]
         assert kube.status()["phase"] == "Invalid"
         warnings = [m for kind, reason, m in kube.events() if reason == "InvalidSpec" and kind == "Warning"]
-        assert warnings and "probingInterval" in warnings[0]
+        assert warnings and field in warnings[0]
         time.sleep(1.0)
         assert len(kube.pods()) == 3, "no pod changes while the spec is invalid"
         assert kube.publication() == before, "the last good assignment keeps running"
 
-        kube.patch_app("orders", {"spec": {"assignment": {"probingInterval": "1m"}}})
+        kube.patch_app("orders", {"spec": repaired})
         wait_for(lambda: kube.condition("InvalidSpec").get("status") == "False", what="valid again")
         wait_for(lambda: balanced(kube.publication(), 5, 6), timeout=30, what="balance on 5")
         assert "SpecValid" in kube.reasons()
