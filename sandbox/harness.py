@@ -28,7 +28,9 @@ from .kubelet import DEFAULT_ZONES, Kubelet
 from .records import read_records
 
 GROUP, VERSION, PLURAL = "smoothscale.io", "v1alpha1", "streamsapps"
-OPERATOR_COMMAND = (sys.executable, "-m", "smoothscale.cli", "operator", "--standalone")
+# -P: the current directory must not shadow the installed modules (a stray `timeit.py` where the user
+# happens to run the demo would otherwise break prometheus_client inside the operator).
+OPERATOR_COMMAND = (sys.executable, "-P", "-m", "smoothscale.cli", "operator", "--standalone")
 
 
 class Sandbox:

@@ -455,7 +455,7 @@ class Kubelet:
         log_path = self.root / "logs" / f"{worker.namespace}.{worker.pod}.{worker.uid[:8]}.log"
         with log_path.open("ab") as output:
             worker.process = subprocess.Popen(
-                [sys.executable, "-m", "smoothscale.cli", "worker"],
+                [sys.executable, "-P", "-m", "smoothscale.cli", "worker"],  # -P: see harness.py
                 env=worker.env,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
