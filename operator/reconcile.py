@@ -33,6 +33,8 @@ from smoothscale.assignor.planner import plan as make_plan
 from . import events as ev
 from . import names
 from .appref import AppRef
+from .autoscale import ScaleDownHold, recommended_replicas
+from .durations import parse_duration
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
 from .pods import PodInfo, leaving_since, pod_info
@@ -99,6 +101,7 @@ class AppReconciler:
         self.problems: list[str] | None = None
         self.end_offsets: dict[str, int] = {}
         self.process_rates = ProcessRates()
+        self.scale_down_hold = ScaleDownHold()
         self.failing: set[str] = set()
         self.known_pods: set[str] = set()
         self.deleted_by_us: set[str] = set()
@@ -225,7 +228,7 @@ class AppReconciler:
         decided = plan_pod_set(
             PodSetInput(
                 app=self.app.name,
-                replicas=spec.replicas,
+                replicas=self._replicas(spec, state),
                 revision=revision,
                 strategy=spec.scaling.update_strategy,
                 max_surge=spec.scaling.max_surge_pods(spec.replicas),
@@ -241,6 +244,19 @@ class AppReconciler:
             self.report.post(ev.pod_set_events(decided, self.app.name))
             self.deleted_by_us |= await self.actions.apply(decided, spec, revision, state.now)
         return as_planned(state.pods, decided, state.now)
+
+    def _replicas(self, spec: StreamsAppSpec, state: _Round) -> int:
+        """`spec.replicas`, or the pods that stay now while the stabilisation window holds a scale-down."""
+        window = spec.scaling.scale_down_stabilization
+        staying = sum(1 for p in state.pods if not (p.is_leaving or p.deleting or p.stopped))
+        warming = any(roles.warmup for roles in self.publication.assignment.values())
+        return self.scale_down_hold.replicas(
+            spec.replicas,
+            staying,
+            warming,
+            None if window is None else timedelta(seconds=parse_duration(window)),
+            state.now,
+        )
 
     # -- planning --------------------------------------------------------------------------------------
 
@@ -352,6 +368,9 @@ class AppReconciler:
                 leaving=leaving_pods(state.pods, timeout),
                 lag_total=lag_total,
                 lag_max_task=lag_max,
+                recommended_replicas=recommended_replicas(
+                    self.process_rates.means(), published, lag_total, len(task_ids(spec)) if spec else 0
+                ),
                 degraded=state.degraded or self._degraded(state),
                 invalid_spec=Problem("SpecInvalid", "; ".join(state.problems)) if state.problems else None,
                 previous=self.report.previous_status(seen.body),

@@ -73,6 +73,8 @@ class StatusInput:
     invalid_spec: Problem | None
     previous: StreamsAppStatus | None
     now: datetime
+    recommended_replicas: int | None = None
+    """`autoscale.recommended_replicas`: None while no processing rate has been measured."""
 
 
 def build_status(given: StatusInput) -> StreamsAppStatus:
@@ -108,7 +110,9 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
         probing=_probing(given.plan),
         leaving=[LeavingPod(pod=x.pod, since=x.since, deadline=x.deadline) for x in given.leaving],
         lag=LagStatus(total=given.lag_total, max_task=given.lag_max_task),
-        autoscaling=AutoscalingStatus(migrating=_is_migrating(given)),
+        autoscaling=AutoscalingStatus(
+            migrating=_is_migrating(given), recommended_replicas=given.recommended_replicas
+        ),
     )
 
 

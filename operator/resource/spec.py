@@ -216,6 +216,12 @@ class ScalingSpec(SpecModel):
         description="Extra pods allowed above replicas during a swap: a number or a percentage of replicas "
         "(rounded up).",
     )
+    scale_down_stabilization: Duration | None = Field(
+        None,
+        description="Hold a scale-down that arrives while warmups are in flight until they finish, for at "
+        "most this long (damps a flapping autoscaler; the held scale-down may then move tasks that just "
+        "moved). Absent: a scale-down re-targets the migration at once.",
+    )
 
     def max_surge_pods(self, replicas: int) -> int:
         """Extra pods allowed for `replicas`; a percentage rounds up, as Kubernetes rounds maxSurge."""

@@ -66,13 +66,25 @@ def test_scale_through_the_scale_subresource_as_kubectl_and_an_hpa_do(
 
 
 def test_drain_status_explain_and_swap(
-    cluster: RunningEmulator, k8s: kubernetes.client.ApiClient, running: kubernetes.client.CustomObjectsApi
+    cluster: RunningEmulator,
+    k8s: kubernetes.client.ApiClient,
+    fake: FakeKubelet,
+    running: kubernetes.client.CustomObjectsApi,
 ) -> None:
     core = kubernetes.client.CoreV1Api(k8s)
+    # 12 tasks at 10 records/s, 4 on each pod: 120/s over pods doing 40/s each -> 3 pods recommended.
+    fake.process_rates = {f"0_{p}": 10.0 for p in range(12)}
+
+    def recommended() -> object:
+        status = running.get_namespaced_custom_object(*SAPP, "orders").get("status") or {}
+        return (status.get("autoscaling") or {}).get("recommendedReplicas")
+
+    assert wait_for(recommended, what="status.autoscaling.recommendedReplicas") == 3
     status = smoothscale(cluster, "status", "orders")
     assert status.exit_code == 0, status.output
     lines = status.output.splitlines()
     assert lines[0].startswith("StreamsApp orders: ") and "generation" in lines[0]
+    assert lines[2] == "migrating: no; recommended replicas: 3"
     rows = {line.split()[0]: line.split() for line in lines if line.startswith("orders-")}
     assert sorted(rows) == ["orders-0", "orders-1", "orders-2"]
     assert sum(int(row[2]) for row in rows.values()) == 12  # ACTIVE

@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 
 import kubernetes
-from ops_testkit import SAPP, Generations, balanced, publication, streamsapp, wait_for
+from ops_testkit import NAMESPACE, SAPP, Generations, balanced, publication, streamsapp, wait_for
 
+from smoothscale.assignor.handover import Publication
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
@@ -60,3 +61,35 @@ def test_three_scale_requests_during_a_migration_end_at_the_last_size_moving_no_
     final = publication(core)
     assert final is not None and sorted(final.assignment) == [f"orders-{i}" for i in range(5)]
     assert "orders-5" not in {pod for pods in moves.values() for pod in pods}
+
+
+def warming(published: Publication | None) -> int:
+    """Pods the publication gives a warmup."""
+    return sum(1 for roles in (published.assignment.values() if published else ()) if roles.warmup)
+
+
+def test_a_stabilisation_window_holds_a_scale_down_until_the_warmups_are_done(
+    k8s: kubernetes.client.ApiClient, fake: FakeKubelet, operator: OperatorContext
+) -> None:
+    custom = kubernetes.client.CustomObjectsApi(k8s)
+    core = kubernetes.client.CoreV1Api(k8s)
+    app = streamsapp(replicas=3)
+    app["spec"]["scaling"] = {"scaleDownStabilization": "1m"}
+    custom.create_namespaced_custom_object(*SAPP, app)
+    wait_for(lambda: balanced(publication(core), 3, 12), what="3 balanced pods")
+    fake.restore_rate = SLOW_RESTORE
+    custom.patch_namespaced_custom_object_scale(*SAPP, "orders", {"spec": {"replicas": 6}})
+    wait_for(lambda: warming(publication(core)) >= 3, what="warmups on the 3 new pods")
+    custom.patch_namespaced_custom_object_scale(*SAPP, "orders", {"spec": {"replicas": 4}})
+
+    def leaving() -> list[str]:
+        pods = core.list_namespaced_pod(NAMESPACE).items
+        return [p.metadata.name for p in pods if "smoothscale.io/leaving" in (p.metadata.annotations or {})]
+
+    held = 0
+    while warming(publication(core)):
+        assert not leaving(), "a pod was marked leaving while warmups were in flight"
+        held += 1
+        time.sleep(0.1)
+    assert held > 5, "the warmups were over before the scale-down arrived"
+    wait_for(lambda: balanced(publication(core), 4, 12), timeout=40, what="4 balanced pods")

@@ -1,0 +1,84 @@
+"""Autoscaler-facing decisions: `status.autoscaling.recommendedReplicas`, and the scale-down stabilisation
+window. Pure functions of what one reconciliation observed.
+
+**The recommendation** (a recommendation only, as the Flink autoscaler's metrics-only mode: nothing acts on
+it unless an autoscaler or a person copies it into `spec.replicas`):
+
+    demand   = R + L / T
+    capacity = P
+    recommendedReplicas = clamp(ceil(demand / capacity), 1, tasks)
+
+- `R`: the app's processing rate, the sum over tasks of `smoothscale_task_process_rate` as each task's
+  active owner reports it, averaged over ~60 s (`rates.ProcessRates`). When the app keeps up, this is the
+  input rate.
+- `P`: the busiest pod's rate, the largest sum of those rates over one pod's active tasks. A pod has been
+  seen to sustain it, so it is a lower bound of a pod's capacity; the pods' true capacity is not observable
+  without a busy-time metric (Flink divides by its busy-time ratio; the Contract 3 metrics have none).
+- `L`: the lag of the active tasks (`status.lag.total`), to be drained within `T` = `LAG_DRAIN_SECONDS` on
+  top of the input.
+
+Why this choice: it never recommends a pod load above one already observed (so acting on it cannot
+overload pods beyond what they demonstrably handle), it recommends consolidating when the load is spread
+thinner than the busiest pod carries (an idle app tends to ceil(R / P) pods), and it rises with lag, which
+is the symptom an autoscaler must react to. It is capped at the task count, since a pod without a task
+processes nothing. No rate measured yet (a new app, or an app whose pods do not report the metric) gives
+no recommendation (null) rather than a guess.
+
+**The stabilisation window** (`spec.scaling.scaleDownStabilization`, default off): a scale-down that
+arrives while warmups are in flight is held, up to the window, until they finish. This damps an
+autoscaler that flaps (up, then down before the new pods have even caught up), at a cost: the held
+scale-down starts only after the tasks have moved onto the pods it then removes, so they may move twice.
+Without the window the operator re-targets the migration at once and no task moves twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from smoothscale.assignor.handover import Publication
+
+LAG_DRAIN_SECONDS: Final = 300.0
+"""`T`: the lag should be gone within five minutes at the recommended size."""
+
+
+def recommended_replicas(
+    rates: Mapping[str, float],
+    published: Publication,
+    lag_total: int,
+    tasks: int,
+    drain_seconds: float = LAG_DRAIN_SECONDS,
+) -> int | None:
+    """ceil((R + L / T) / P) within [1, tasks], or None while no processing has been measured."""
+    per_pod = [sum(rates.get(task, 0.0) for task in roles.active) for roles in published.assignment.values()]
+    busiest = max(per_pod, default=0.0)
+    total = sum(rates.get(task, 0.0) for task in published.active_owner())
+    if busiest <= 0 or tasks <= 0:
+        return None
+    demand = total + max(0, lag_total) / drain_seconds
+    return max(1, min(tasks, math.ceil(demand / busiest - 1e-9)))
+
+
+@dataclass
+class ScaleDownHold:
+    """The stabilisation window of one app: remembers since when a scale-down has been held.
+
+    Memory only (a debounce): after an operator restart a scale-down may be held for up to one more window.
+    """
+
+    since: datetime | None = None
+
+    def replicas(
+        self, wanted: int, staying: int, migrating: bool, window: timedelta | None, now: datetime
+    ) -> int:
+        """The replicas to act on: `staying` (no pod marked leaving) while a scale-down to `wanted` waits
+        for warmups, for at most `window`; else `wanted`."""
+        if window is None or wanted >= staying or not migrating:
+            self.since = None
+            return wanted
+        if self.since is None:
+            self.since = now
+        return staying if now - self.since < window else wanted

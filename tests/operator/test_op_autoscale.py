@@ -1,0 +1,54 @@
+"""`autoscale`: the recommended replicas from rates and lag, and the scale-down stabilisation window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import ClientAssignment
+from smoothscale.operator.autoscale import ScaleDownHold, recommended_replicas
+
+NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+PUBLISHED = Publication(
+    generation=4,
+    assignment={
+        "orders-0": ClientAssignment(active=["0_0", "0_1", "0_2"]),
+        "orders-1": ClientAssignment(active=["0_3", "0_4"]),
+        "orders-2": ClientAssignment(active=["0_5"], standby=["0_0"]),
+    },
+)
+EVEN = {f"0_{p}": 10.0 for p in range(6)}
+
+
+def test_no_measured_rate_gives_no_recommendation() -> None:
+    assert recommended_replicas({}, PUBLISHED, 0, 6) is None
+    assert recommended_replicas({"0_0": 0.0}, PUBLISHED, 5_000, 6) is None
+
+
+def test_the_load_is_packed_as_densely_as_the_busiest_pod_carries_it() -> None:
+    # R = 60/s, the busiest pod does 30/s: two pods as busy as it carry the load.
+    assert recommended_replicas(EVEN, PUBLISHED, 0, 6) == 2
+
+
+def test_lag_to_drain_within_the_target_time_adds_demand() -> None:
+    # 30,000 records behind over 300 s: 100/s more, (60 + 100) / 30 -> 6 pods.
+    assert recommended_replicas(EVEN, PUBLISHED, 30_000, 6) == 6
+    assert recommended_replicas(EVEN, PUBLISHED, 3_000, 6) == 3  # (60 + 10) / 30 = 2.33
+
+
+def test_never_more_pods_than_tasks_nor_fewer_than_one() -> None:
+    assert recommended_replicas(EVEN, PUBLISHED, 10**9, 6) == 6
+    assert recommended_replicas({"0_0": 5.0}, PUBLISHED, 0, 6) == 1
+
+
+def test_the_window_holds_a_scale_down_only_while_warmups_are_in_flight_and_at_most_the_window() -> None:
+    window = timedelta(minutes=5)
+    hold = ScaleDownHold()
+    assert hold.replicas(4, 6, True, None, NOW) == 4  # off by default
+    assert hold.replicas(8, 6, True, window, NOW) == 8  # a scale-up is never held
+    assert hold.replicas(4, 6, False, window, NOW) == 4  # nothing warming: at once
+    assert hold.replicas(4, 6, True, window, NOW) == 6
+    assert hold.replicas(4, 6, True, window, NOW + timedelta(minutes=4)) == 6
+    assert hold.replicas(4, 6, True, window, NOW + timedelta(minutes=5)) == 4  # the window is over
+    assert hold.replicas(4, 4, False, window, NOW + timedelta(minutes=6)) == 4
+    assert hold.since is None
