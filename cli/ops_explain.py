@@ -12,19 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
 
 from smoothscale.assignor.handover import EMPTY, Publication
-from smoothscale.assignor.models import Plan
-from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, kube_options, pod_metrics
 from smoothscale.operator.pods import PodInfo, leaving_since
 from smoothscale.operator.rates import owner_rates
 from smoothscale.operator.resource import InvalidSpecError, StreamsAppSpec, load_spec
-from smoothscale.operator.scrape import PodMetrics
 from smoothscale.operator.snapshot import ClientObservation, build_snapshot, merge_end_offsets, task_ids
 from smoothscale.operator.zones import pod_zone
+
+if TYPE_CHECKING:
+    from smoothscale.assignor.models import Plan
+    from smoothscale.operator.scrape import PodMetrics
 
 
 def replan(
@@ -36,6 +38,9 @@ def replan(
     now: datetime,
 ) -> Plan:
     """The plan the operator would make from these observations."""
+    # The planner loads numpy and scipy: only when a command explains.
+    from smoothscale.assignor.planner import plan as make_plan  # noqa: PLC0415
+
     clients = [
         ClientObservation(
             pod.name,

@@ -13,18 +13,19 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.operator import names
 from smoothscale.operator.pods import PodInfo, pod_info
-from smoothscale.operator.publish import AssignmentUnreadableError, read_publication
 from smoothscale.operator.resource import MetricsSpec
 from smoothscale.operator.resource import names as resource_names
-from smoothscale.operator.scrape import InvalidMetricsError, PodMetrics, metrics_url, parse_metrics
 from smoothscale.operator.zones import node_zone
+
+if TYPE_CHECKING:
+    from smoothscale.operator.scrape import PodMetrics
 
 SCRAPE_TIMEOUT = 2.0
 """Seconds to wait for one pod's metrics: `status` and `explain` are interactive."""
@@ -76,6 +77,9 @@ class Kube:
             if getattr(error, "status", None) == 404:
                 return None
             raise
+        # The reader lives beside the operator's API client, which loads kopf: only load it when used.
+        from smoothscale.operator.publish import AssignmentUnreadableError, read_publication  # noqa: PLC0415
+
         try:
             return read_publication(self.client.sanitize_for_serialization(configmap))
         except AssignmentUnreadableError as error:
@@ -146,7 +150,6 @@ def kube_options(command: F) -> F:
         click.option(
             "--kubeconfig",
             type=click.Path(dir_okay=False, exists=True, path_type=Path),
-            envvar="KUBECONFIG",
             help="Kubeconfig file; default: $KUBECONFIG, then ~/.kube/config.",
         ),
     ):
@@ -169,6 +172,9 @@ def change(dry_run: bool, description: str, apply: Callable[[], object]) -> None
 def pod_metrics(pods: list[PodInfo], metrics: MetricsSpec) -> dict[str, PodMetrics]:
     """The pods' metrics, scraped as the operator does (pods that do not answer are left out: from
     outside the cluster pod IPs are often unreachable, and the commands then show what the status says)."""
+    # The scraper's module loads aiohttp: only when a command scrapes.
+    from smoothscale.operator.scrape import InvalidMetricsError, metrics_url, parse_metrics  # noqa: PLC0415
+
     out: dict[str, PodMetrics] = {}
     for pod in pods:
         url = metrics_url(pod, metrics)

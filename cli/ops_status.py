@@ -2,15 +2,15 @@
 
 Everything comes from what the operator publishes (the assignment ConfigMap, decoded with
 `decode_publication`, and the app's status) plus the pods themselves: their leaving annotation, their node's
-zone, and their metrics when they can be reached (lag is the sum of the pod's warmup and standby task
-lags; "-" when the pod cannot be scraped from where the command runs).
+zone, and their metrics when they can be reached (lag is the sum of the lags the pod reports for the tasks
+it holds state for; "-" when the pod cannot be scraped from where the command runs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,8 +18,10 @@ from smoothscale.assignor.handover import Publication
 from smoothscale.cli.ops_kube import Kube, kube_options, pod_metrics
 from smoothscale.operator.pods import PodInfo
 from smoothscale.operator.resource import MetricsSpec, StreamsAppSpec
-from smoothscale.operator.scrape import PodMetrics
 from smoothscale.operator.zones import pod_zone
+
+if TYPE_CHECKING:
+    from smoothscale.operator.scrape import PodMetrics
 
 
 @dataclass(frozen=True)
