@@ -116,14 +116,16 @@ def connect(kubeconfig: Path | None, context: str | None, namespace: str | None)
     import kubernetes  # noqa: PLC0415  (the client is slow to import; `smoothscale --help` skips it)
 
     config_file = str(kubeconfig) if kubeconfig is not None else None
-    client = kubernetes.config.new_client_from_config(config_file=config_file, context=context)
-    if namespace is None:
-        _, active = kubernetes.config.list_kube_config_contexts(config_file=config_file)
-        chosen = active
-        if context is not None:
-            contexts, _ = kubernetes.config.list_kube_config_contexts(config_file=config_file)
-            chosen = next((c for c in contexts if c["name"] == context), active)
-        namespace = (chosen.get("context") or {}).get("namespace") or "default"
+    try:
+        contexts, current = kubernetes.config.list_kube_config_contexts(config_file=config_file)
+        chosen = current if context is None else next((c for c in contexts if c["name"] == context), None)
+        if chosen is None:
+            known = ", ".join(sorted(c["name"] for c in contexts))
+            raise OpsUsageError(f"context {context!r} is not in the kubeconfig (it has: {known})")
+        client = kubernetes.config.new_client_from_config(config_file=config_file, context=chosen["name"])
+    except kubernetes.config.ConfigException as error:
+        raise OpsUsageError(f"kubeconfig: {error}") from error
+    namespace = namespace or (chosen.get("context") or {}).get("namespace") or "default"
     return Kube(
         core=kubernetes.client.CoreV1Api(client),
         custom=kubernetes.client.CustomObjectsApi(client),

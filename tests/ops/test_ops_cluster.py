@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import kubernetes
 import pytest
+import yaml
+from click.testing import CliRunner
 from ops_testkit import NAMESPACE, SAPP, balanced, publication, smoothscale, streamsapp, wait_for
 
+from smoothscale.cli.main import cli
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.emulator import RunningEmulator
 from smoothscale.operator.emulator.fakekubelet import FakeKubelet
@@ -32,10 +37,22 @@ def test_unknown_names_and_malformed_percentages_exit_2_naming_them(cluster: Run
         (["drain", "nope-0"], "pod 'nope-0' not found in namespace 'default'"),
         (["scale", "nope", "--to", "8o%"], "--to '8o%'"),
         (["scale", "nope", "--to", "2.5"], "whole number"),
+        (["status", "orders", "-n", "elsewhere"], "StreamsApp 'orders' not found in namespace 'elsewhere'"),
+        (["status", "orders", "--context", "nowhere"], "context 'nowhere' is not in the kubeconfig"),
     ]:
         result = smoothscale(cluster, *args)
         assert result.exit_code == 2, (args, result.output)
         assert named in result.output, (args, result.output)
+
+
+def test_the_namespace_defaults_to_the_contexts(cluster: RunningEmulator, tmp_path: Path) -> None:
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    for entry in config["contexts"]:
+        entry["context"]["namespace"] = "team-a"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    result = CliRunner().invoke(cli, ["status", "orders", "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 2 and "not found in namespace 'team-a'" in result.output, result.output
 
 
 def test_scale_through_the_scale_subresource_as_kubectl_and_an_hpa_do(
