@@ -53,8 +53,12 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="smoothscale.pipeline", description=__doc__.split("\n\n")[0])
     jobs = root.add_subparsers(dest="job", required=True)
     analyze = jobs.add_parser("analyze", help="journal and logs -> Parquet tables and report.html")
-    analyze.add_argument("--journal", nargs="*", default=[], help="operator journals (JSON lines, .gz ok)")
-    analyze.add_argument("--logs", nargs="*", default=[], help="Kafka / Kafka Streams log files (.gz ok)")
+    analyze.add_argument(
+        "--journal", nargs="+", action="extend", default=[], help="operator journals (JSON lines, .gz ok)"
+    )
+    analyze.add_argument(
+        "--logs", nargs="+", action="extend", default=[], help="Kafka / Kafka Streams log files (.gz ok)"
+    )
     analyze.add_argument("--out", type=Path, required=True)
     analyze.add_argument("--master", help="Spark master (default: local[*], or spark-submit's)")
     analyze.add_argument("--zones", type=Path, help="YAML or JSON map of pod -> zone")
