@@ -51,6 +51,6 @@ def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     return number(scan(spark, paths))
 
 
-def short_name(file_column: str = "file") -> F.Column:
+def short_name(file_column: str = "file") -> Column:
     """The file's base name, for citations that fit on a line."""
     return F.regexp_extract(F.col(file_column), r"([^/]+)$", 1)

@@ -40,7 +40,8 @@ def plot_timeline(
             (r["ts"], groups.index(r["group"])) for r in rebalances if r["source"] == source and r["group"]
         ]
         if points:
-            ax.scatter(*zip(*points, strict=True), marker=marker, color=color, label=source, s=22)
+            times, rows = zip(*points, strict=True)
+            ax.scatter(times, rows, marker=marker, color=color, label=source, s=22)
     for d in diagnosed:
         if d["group"] in groups:
             ax.axvline(d["ts"], color="tab:red", alpha=0.25, linewidth=1)

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from smoothscale.pipeline.numbered_lines import short_name
@@ -30,12 +30,12 @@ COLUMNS = (
 )
 
 
-def cite() -> F.Column:
+def cite() -> Column:
     """`file:line`, the way a report cites a line."""
     return F.concat_ws(":", short_name("file"), F.col("line").cast("string"))
 
 
-def seconds_between(start: F.Column, end: F.Column) -> F.Column:
+def seconds_between(start: Column, end: Column) -> Column:
     return end.cast("double") - start.cast("double")
 
 
@@ -102,7 +102,7 @@ def journal_generations(journal: DataFrame) -> DataFrame:
     """Each published generation, with the size of the plan before it and that plan's planning time."""
     until_now = Window.partitionBy("app").orderBy("ts", "line").rowsBetween(Window.unboundedPreceding, 0)
 
-    def latest_plan(column: str) -> F.Column:
+    def latest_plan(column: str) -> Column:
         return F.last(F.when(F.col("kind") == "plan", F.col(column)), ignorenulls=True).over(until_now)
 
     return (
