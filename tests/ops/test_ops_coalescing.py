@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 
 import kubernetes
-from ops_testkit import NAMESPACE, SAPP, Generations, balanced, publication, streamsapp, wait_for
+from ops_testkit import NAMESPACE, SAPP, Generations, balanced, publication, smoothscale, streamsapp, wait_for
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.operator.context import OperatorContext
+from smoothscale.operator.emulator import RunningEmulator
 from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 
 SLOW_RESTORE = 25_000.0
@@ -23,7 +24,7 @@ later requests to arrive mid-migration."""
 
 
 def test_three_scale_requests_during_a_migration_end_at_the_last_size_moving_no_task_twice(
-    k8s: kubernetes.client.ApiClient, fake: FakeKubelet, operator: OperatorContext
+    cluster: RunningEmulator, k8s: kubernetes.client.ApiClient, fake: FakeKubelet, operator: OperatorContext
 ) -> None:
     custom = kubernetes.client.CustomObjectsApi(k8s)
     core = kubernetes.client.CoreV1Api(k8s)
@@ -35,21 +36,23 @@ def test_three_scale_requests_during_a_migration_end_at_the_last_size_moving_no_
         def scale(replicas: int) -> None:
             custom.patch_namespaced_custom_object_scale(*SAPP, "orders", {"spec": {"replicas": replicas}})
 
+        def migrating() -> bool:
+            status = custom.get_namespaced_custom_object(*SAPP, "orders").get("status") or {}
+            return bool((status.get("autoscaling") or {}).get("migrating"))
+
         scale(6)
         wait_for(
             lambda: any(r.warmup for r in (publication(core) or start).assignment.values()),
             what="warmups toward the new pods",
         )
-        scale(4)
+        wait_for(migrating, what="status.autoscaling.migrating")
+        second = smoothscale(cluster, "scale", "orders", "--to", "4")  # as a person would, mid-migration
+        assert second.exit_code == 0, second.output
+        assert "warning: orders is still moving tasks" in second.output, second.output
         time.sleep(0.5)
         scale(5)
         wait_for(lambda: balanced(publication(core), 5, 12), timeout=40, what="5 balanced pods")
-        wait_for(
-            lambda: (
-                not custom.get_namespaced_custom_object(*SAPP, "orders")["status"]["autoscaling"]["migrating"]
-            ),
-            what="migration over",
-        )
+        wait_for(lambda: not migrating(), what="migration over")
         time.sleep(0.5)  # the watch delivers the last generations
 
     numbers = [p.generation for p in generations.seen]
