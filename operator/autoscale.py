@@ -34,12 +34,14 @@ Without the window the operator re-targets the migration at once and no task mov
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
 from smoothscale.assignor.handover import Publication
+
+from .pods import PodInfo
 
 LAG_DRAIN_SECONDS: Final = 300.0
 """`T`: the lag should be gone within five minutes at the recommended size."""
@@ -60,6 +62,13 @@ def recommended_replicas(
         return None
     demand = total + max(0, lag_total) / drain_seconds
     return max(1, min(tasks, math.ceil(demand / busiest - 1e-9)))
+
+
+def staying_current(pods: Sequence[PodInfo], revision: str) -> int:
+    """Pods of the current template revision that stay: what a scale-down would reduce. Pods of an old
+    revision do not count, so that a swap (which surges new pods while warmups run) is never mistaken for
+    a scale-down and held."""
+    return sum(1 for p in pods if p.revision == revision and not (p.is_leaving or p.deleting or p.stopped))
 
 
 @dataclass

@@ -33,7 +33,7 @@ from smoothscale.assignor.planner import plan as make_plan
 from . import events as ev
 from . import names
 from .appref import AppRef
-from .autoscale import ScaleDownHold, recommended_replicas
+from .autoscale import ScaleDownHold, recommended_replicas, staying_current
 from .durations import parse_duration
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
@@ -228,7 +228,7 @@ class AppReconciler:
         decided = plan_pod_set(
             PodSetInput(
                 app=self.app.name,
-                replicas=self._replicas(spec, state),
+                replicas=self._replicas(spec, revision, state),
                 revision=revision,
                 strategy=spec.scaling.update_strategy,
                 max_surge=spec.scaling.max_surge_pods(spec.replicas),
@@ -245,14 +245,13 @@ class AppReconciler:
             self.deleted_by_us |= await self.actions.apply(decided, spec, revision, state.now)
         return as_planned(state.pods, decided, state.now)
 
-    def _replicas(self, spec: StreamsAppSpec, state: _Round) -> int:
+    def _replicas(self, spec: StreamsAppSpec, revision: str, state: _Round) -> int:
         """`spec.replicas`, or the pods that stay now while the stabilisation window holds a scale-down."""
         window = spec.scaling.scale_down_stabilization
-        staying = sum(1 for p in state.pods if not (p.is_leaving or p.deleting or p.stopped))
         warming = any(roles.warmup for roles in self.publication.assignment.values())
         return self.scale_down_hold.replicas(
             spec.replicas,
-            staying,
+            staying_current(state.pods, revision),
             warming,
             None if window is None else timedelta(seconds=parse_duration(window)),
             state.now,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from op_testkit import pod_record
+
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator.autoscale import ScaleDownHold, recommended_replicas
+from smoothscale.operator.autoscale import ScaleDownHold, recommended_replicas, staying_current
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 PUBLISHED = Publication(
@@ -52,3 +54,15 @@ def test_the_window_holds_a_scale_down_only_while_warmups_are_in_flight_and_at_m
     assert hold.replicas(4, 6, True, window, NOW + timedelta(minutes=5)) == 4  # the window is over
     assert hold.replicas(4, 4, False, window, NOW + timedelta(minutes=6)) == 4
     assert hold.since is None
+
+
+def test_only_staying_pods_of_the_current_revision_count_so_a_swaps_surge_is_not_a_scale_down() -> None:
+    pods = [
+        pod_record(0, revision="old"),
+        pod_record(1, revision="old", leaving="2026-11-22T02:00:00Z"),
+        pod_record(2, revision="new"),
+        pod_record(3, revision="new", deleting=True),
+        pod_record(4, revision="new", phase="Failed"),
+        pod_record(5, revision="new"),
+    ]
+    assert staying_current(pods, "new") == 2

@@ -96,7 +96,7 @@ def test_drain_status_explain_and_swap(
         status = running.get_namespaced_custom_object(*SAPP, "orders").get("status") or {}
         return (status.get("autoscaling") or {}).get("recommendedReplicas")
 
-    assert wait_for(recommended, what="status.autoscaling.recommendedReplicas") == 3
+    wait_for(lambda: recommended() == 3, what="status.autoscaling.recommendedReplicas 3 once the lag is gone")
     status = smoothscale(cluster, "status", "orders")
     assert status.exit_code == 0, status.output
     lines = status.output.splitlines()
