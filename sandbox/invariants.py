@@ -65,6 +65,22 @@ def rebuilt_state(records: Sequence[Record], pod: str, since: float) -> list[str
     ]
 
 
+def rebuilt_despite_volume(records: Sequence[Record]) -> list[str]:
+    """`rebuilt_state` for every process at once, whatever happened to its pod: no worker restored a task
+    from offset 0 when its volume held state of that task when it started."""
+    found = {r["pid"]: (r["pod"], r["tasks"]) for r in records if r.get("kind") == "started"}
+    return [
+        f"{found[r['pid']][0]} (pid {r['pid']}) rebuilt {r['task']} from offset 0 although its volume held "
+        f"offset {found[r['pid']][1][r['task']]}"
+        for r in records
+        if r.get("kind") == "restored"
+        and r.get("fromOffset") == 0
+        and r.get("pid") in found
+        and r["task"] in found[r["pid"]][1]
+        and found[r["pid"]][1][r["task"]] > 0
+    ]
+
+
 def imbalance(publication: Publication | None, zone_of: Mapping[str, str]) -> list[str]:
     """Active tasks per pod differ by at most one, and so do pods per zone: together, every zone runs its
     share of the tasks (`zone_of` maps the app's pods to their zones)."""

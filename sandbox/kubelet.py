@@ -15,6 +15,8 @@ What it does, as a kubelet (and a scheduler, and a volume provisioner) would:
   finalizer, so that the pod exists, terminating, for as long as its worker may still process, as with a
   real kubelet's graceful deletion (the emulator itself deletes at once);
 - writes an `exited` record for every worker it has seen dead, so the record file bounds what it did.
+- for chaos tests, loses a whole zone (its workers killed, none started there, their volumes kept) until it
+  is restored, and freezes a worker (SIGSTOP: its metrics hang and it processes nothing) until thawed.
 
 Workers get this process's pid and exit when it is gone, and `close()` stops every one: no orphans.
 """
@@ -171,6 +173,8 @@ class Kubelet:
         self._workers: dict[str, _Worker] = {}
         self._stopping: list[threading.Thread] = []
         self._terminating: set[str] = set()
+        self._down: set[str] = set()
+        """Zones lost (`lose_zone`): no worker runs there until `restore_zone`."""
         self._binding: dict[str, str] = {}
         """Pods bound (uid -> zone) whose binding the pod cache has not shown yet."""
         """Pods whose worker is being stopped: their finalizer goes when the worker has."""
@@ -260,6 +264,38 @@ class Kubelet:
         self._wake.set()
         return pid
 
+    def lose_zone(self, zone: str) -> list[str]:
+        """A zone outage: kill every worker in `zone` (SIGKILL) and start none there until `restore_zone`;
+        the pods and their volumes stay, as with a node cut off and back. The pods whose workers died."""
+        with self._lock:
+            self._down.add(zone)
+            lost = [w for w in self._workers.values() if self._zone_of(w.pod_body) == zone]
+            for worker in lost:
+                if worker.process is not None:
+                    worker.process.kill()
+                    self._reap(worker, grace=0)
+                    worker.restart_at = time.monotonic()  # again as soon as the zone is back
+        return [worker.pod for worker in lost]
+
+    def restore_zone(self, zone: str) -> None:
+        with self._lock:
+            self._down.discard(zone)
+        self._wake.set()
+
+    def freeze(self, pod: str, namespace: str = "default", *, frozen: bool = True) -> None:
+        """SIGSTOP (or, with `frozen=False`, SIGCONT) the pod's worker: a process stalled, e.g. by a long GC
+        pause or a saturated node, whose metrics endpoint hangs and whose tasks stand still."""
+        with self._lock:
+            worker = self._worker_of(namespace, pod)
+            if worker is None or worker.process is None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
+
+    def _zone_of(self, pod: Body) -> str | None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        return next((zone for zone in self.zones if node_name(zone) == node), None)
+
     def worker_pids(self) -> dict[str, int]:
         """`namespace/pod` -> pid of its running worker."""
         with self._lock:
@@ -334,6 +370,8 @@ class Kubelet:
                 self._bind(pod, load)
             elif node in ours:
                 worker = self._workers.get(uid)
+                if self._zone_of(pod) in self._down:
+                    continue  # nothing runs in a lost zone
                 if worker is None:
                     self._start_pod(pod)
                 else:
@@ -373,7 +411,8 @@ class Kubelet:
 
     def _bind(self, pod: Body, load: dict[str, int]) -> None:
         """Bind the pod to the node of the least loaded zone it accepts; `load` counts it there from now."""
-        zone = choose_zone(pod.get("spec") or {}, self.zones, load)
+        up = [zone for zone in self.zones if zone not in self._down]
+        zone = choose_zone(pod.get("spec") or {}, up, load)
         metadata = pod["metadata"]
         if zone is None:
             log.warning(

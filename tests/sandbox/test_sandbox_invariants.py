@@ -72,6 +72,20 @@ def test_a_restart_must_restore_from_the_surviving_volume() -> None:
     assert invariants.rebuilt_state(lost, "orders-0", 11.0) == ["orders-0 did not restart after 11.000"]
 
 
+def test_no_process_rebuilds_what_its_volume_held_whatever_its_pod_went_through() -> None:
+    records = [
+        _record("started", "orders-0", 7, 1.0, tasks={"1_0": 500, "1_1": 0}),
+        _record("restored", "orders-0", 7, 2.0, task="1_0", fromOffset=500, toOffset=900),
+        _record("restored", "orders-0", 7, 2.0, task="1_1", fromOffset=0, toOffset=900),  # nothing to lose
+        _record("restored", "orders-0", 7, 2.0, task="1_2", fromOffset=0, toOffset=900),  # not on the volume
+        _record("started", "orders-1", 8, 1.0, tasks={"1_3": 300}),
+        _record("restored", "orders-1", 8, 2.0, task="1_3", fromOffset=0, toOffset=900),
+    ]
+    assert invariants.rebuilt_despite_volume(records) == [
+        "orders-1 (pid 8) rebuilt 1_3 from offset 0 although its volume held offset 300"
+    ]
+
+
 def test_gaps_and_overlaps_are_reported_in_words() -> None:
     records = [
         {"kind": "lease", "pod": "a", "pid": 1, "task": "0_0", "start": 0.0, "end": 2.0},

@@ -169,3 +169,36 @@ def test_pods_seen_together_spread_over_the_zones_and_close_stops_every_worker(
         pids = list(kubelet.worker_pids().values())
     assert not any(_alive(pid) for pid in pids)
     assert all(not pod.metadata.finalizers for pod in core.list_namespaced_pod(NAMESPACE).items)
+
+
+def _metrics_answer(ip: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{ip}:{PORT}/metrics", timeout=0.5) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def test_a_lost_zone_runs_nothing_until_restored_and_a_frozen_worker_stalls(
+    kubelet: Kubelet, core: kubernetes.client.CoreV1Api
+) -> None:
+    """The chaos runner's faults (issue 9): a zone outage, and a worker frozen (its metrics hang)."""
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-0", nodeSelector={contract.ZONE_LABEL: "zone-a"}))
+    eventually(lambda: _ready(core, "orders-0"), timeout=30)
+    first = kubelet.worker_pids()[f"{NAMESPACE}/orders-0"]
+
+    assert kubelet.lose_zone("zone-a") == ["orders-0"]
+    assert not _alive(first)
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-1"))
+    other = eventually(lambda: _ready(core, "orders-1"), timeout=30)
+    assert other.spec.node_name != "sandbox-zone-a", "nothing is bound to a lost zone"
+    assert f"{NAMESPACE}/orders-0" not in kubelet.worker_pids()
+
+    kubelet.restore_zone("zone-a")
+    eventually(lambda: kubelet.worker_pids().get(f"{NAMESPACE}/orders-0"), timeout=20)
+
+    ip = other.status.pod_ip
+    kubelet.freeze("orders-1")
+    assert not _metrics_answer(ip)
+    kubelet.freeze("orders-1", frozen=False)
+    eventually(lambda: _metrics_answer(ip), timeout=10)
