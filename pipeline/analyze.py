@@ -1,8 +1,8 @@
 """`analyze`: journal and logs in, Parquet tables and report.html out.
 
-The log lines are scanned once: each is classified on the JVM (a `contains` per pattern), and only what the
-later steps need is cached: the position of every line (to number them) and the text of recognised lines.
-Everything after that works on small tables.
+The log lines are read twice, on the JVM: once to count each split's lines (to number them), once to
+classify every line (a `contains` per pattern) and keep the few recognised ones. Each table is written as
+Parquet and read back before the next step uses it, so every step after the parsing works on small tables.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from smoothscale.pipeline import balance, diagnoses, journal_reader, log_lines, restore, timeline
-from smoothscale.pipeline.numbered_lines import number, read_lines, scan
+from smoothscale.pipeline.numbered_lines import number, read_lines, scan, splits
 
 
 @dataclass(frozen=True)
@@ -39,31 +38,27 @@ class AnalyzeResult:
 
 
 def _log_incidents(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFrame, DataFrame]:
-    if not inputs.logs:
-        empty = spark.createDataFrame([], "file string, line long, value string")
-        classified = log_lines.classify(empty)
-        return log_lines.incidents(classified), log_lines.line_counts(classified)
-    classified = log_lines.classify(scan(spark, inputs.logs))
-    slim = classified.select(
-        "file", "block", "row_id", "pattern", "timestamped", "blank",
-        F.when(F.col("pattern").isNotNull(), F.col("value")).alias("value"),
-    ).persist(StorageLevel.MEMORY_AND_DISK)  # fmt: skip
-    counts = log_lines.line_counts(slim)
-    incidents = log_lines.incidents(number(slim, F.col("pattern").isNotNull()), inputs.default_date)
-    return incidents, counts
+    """The recognised lines and the split table (line counts per split, for numbering and `line_counts`)."""
+    if inputs.logs:
+        classified = log_lines.classify(scan(spark, inputs.logs))
+    else:
+        empty = "value string, file string, block long, row_id long"
+        classified = log_lines.classify(spark.createDataFrame([], empty))
+    # Two passes over the files, neither cached: counting splits (cheap) and extracting the few recognised
+    # lines. Caching the whole scan instead costs more than reading it again.
+    split_table = splits(classified, *log_lines.split_tallies()).persist()
+    recognised = classified.where(F.col("pattern").isNotNull())
+    return log_lines.incidents(number(recognised, split_table), inputs.default_date), split_table
 
 
-def _journal(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFrame, DataFrame]:
+def _journal(spark: SparkSession, inputs: AnalyzeInputs) -> DataFrame:
+    """Every journal line parsed, malformed ones included (flagged, for the counts)."""
     lines = (
         read_lines(spark, inputs.journals)
         if inputs.journals
         else spark.createDataFrame([], "file string, line long, value string")
     )
-    parsed = journal_reader.parse_journal(lines).persist(StorageLevel.MEMORY_AND_DISK)
-    counts = parsed.groupBy("file").agg(
-        F.count(F.lit(1)).alias("lines"), F.sum(F.col("malformed").cast("long")).alias("malformed")
-    )
-    return parsed.where(~F.col("malformed")).drop("malformed"), counts
+    return journal_reader.parse_journal(lines)
 
 
 def _materialize(spark: SparkSession, frame: DataFrame, out: Path, name: str) -> DataFrame:
@@ -77,10 +72,10 @@ def _materialize(spark: SparkSession, frame: DataFrame, out: Path, name: str) ->
 def analyze(spark: SparkSession, inputs: AnalyzeInputs) -> AnalyzeResult:
     """Build every table, write them as Parquet under `inputs.out/tables`, and return them (read back)."""
     inputs.out.mkdir(parents=True, exist_ok=True)
-    found, log_counts = _log_incidents(spark, inputs)
-    parsed, journal_counts = _journal(spark, inputs)
+    found, split_table = _log_incidents(spark, inputs)
     incidents = _materialize(spark, found, inputs.out, "log_incidents")
-    journal = _materialize(spark, parsed, inputs.out, "journal")
+    every_record = _materialize(spark, _journal(spark, inputs), inputs.out, "journal")
+    journal = every_record.where(~F.col("malformed")).drop("malformed")
     rebalances = _materialize(
         spark, timeline.rebalance_timeline(incidents, journal), inputs.out, "rebalances"
     )
@@ -99,6 +94,10 @@ def analyze(spark: SparkSession, inputs: AnalyzeInputs) -> AnalyzeResult:
     }
     tables = {"log_incidents": incidents, "journal": journal, "rebalances": rebalances, "warmups": by_task}
     tables |= {name: _materialize(spark, frame, inputs.out, name) for name, frame in derived.items()}
+    log_counts = log_lines.line_counts(split_table, incidents)
     files = [{"kind": "log", **row.asDict()} for row in log_counts.orderBy("file").collect()]
+    journal_counts = every_record.groupBy("file").agg(
+        F.count(F.lit(1)).alias("lines"), F.sum(F.col("malformed").cast("long")).alias("malformed")
+    )
     files += [{"kind": "journal", **row.asDict()} for row in journal_counts.orderBy("file").collect()]
     return AnalyzeResult(tables=tables, inputs=files)

@@ -230,13 +230,28 @@ def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFr
     )
 
 
-def line_counts(classified: DataFrame) -> DataFrame:
-    """Per file: lines, recognised, skipped (log lines of no interest) and unknown (not log lines at all)."""
-    recognised = F.col("pattern").isNotNull()
-    blank = F.col("blank")
-    return classified.groupBy("file").agg(
-        F.count(F.lit(1)).alias("lines"),
-        F.sum(recognised.cast("long")).alias("recognised"),
-        F.sum((~recognised & F.col("timestamped")).cast("long")).alias("skipped"),
-        F.sum((~recognised & ~F.col("timestamped") & ~blank).cast("long")).alias("unknown"),
+def split_tallies() -> list[Column]:
+    """What `splits` counts per split of `classify`'s rows for `line_counts` (no pattern matching: cheap)."""
+    return [
+        F.sum(F.col("timestamped").cast("long")).alias("timestamped"),
+        F.sum(F.col("blank").cast("long")).alias("blank"),
+    ]
+
+
+def line_counts(split_table: DataFrame, found: DataFrame) -> DataFrame:
+    """Per file: lines, recognised, skipped (log lines of no interest) and unknown (neither log lines nor
+    blank: another format, a stack trace, garbage), from `splits` with `split_tallies` and the incidents."""
+    per_file = split_table.groupBy("file").agg(
+        F.sum("rows").alias("lines"), F.sum("timestamped").alias("timestamped"), F.sum("blank").alias("blank")
+    )
+    recognised = found.groupBy("file").agg(
+        F.count(F.lit(1)).alias("recognised"), F.sum(F.col("ts").isNull().cast("long")).alias("bare")
+    )
+    joined = per_file.join(recognised, "file", "left").fillna(0, ["recognised", "bare"])
+    return joined.select(
+        "file",
+        "lines",
+        "recognised",
+        (F.col("timestamped") - (F.col("recognised") - F.col("bare"))).alias("skipped"),
+        (F.col("lines") - F.col("timestamped") - F.col("blank") - F.col("bare")).alias("unknown"),
     )

@@ -4,8 +4,8 @@ Diagnoses cite the lines that support them, so every line needs its file and num
 does not number lines; it does expose each row's file and the byte offset of the split the row was read
 from (`_metadata.file_block_start`), and `monotonically_increasing_id` numbers rows consecutively inside a
 split. A line's number is therefore its position in its split plus the line count of the file's earlier
-splits. Those counts come from one cheap aggregation (a row per split), computed on the JVM: no line passes
-through Python. Gzip files are never split, so they are one split each.
+splits. Those counts come from one cheap aggregation (a row per split, no parsing), computed on the JVM: no
+line passes through Python. Gzip files are never split, so they are one split each.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 def scan(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     """Columns `value`, `file` (the path as Spark names it), `block` (its split) and `row_id`; numbered by
-    `number`, possibly after classifying and caching the rows (a row id is stable for a given scan)."""
+    `number`, possibly after filtering them (a row id is the same in every scan of the same files)."""
     return spark.read.text(list(paths)).select(
         F.col("value"),
         F.col("_metadata.file_path").alias("file"),
@@ -27,20 +27,24 @@ def scan(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     )
 
 
-def number(rows: DataFrame, keep: Column | None = None) -> DataFrame:
-    """`rows` from `scan` (further columns kept) with `line` (long, from 1) in place of block and row_id;
-    only the rows where `keep` holds, if given (every row still counts for the numbering)."""
+def splits(rows: DataFrame, *tallies: Column) -> DataFrame:
+    """One row per split of `rows` (from `scan`): its `rows`, `first_row_id` and `lines_before` (lines in
+    the file's earlier splits), plus any further `tallies` (aggregates over the split's rows)."""
     by_file = Window.partitionBy("file").orderBy("block")
-    splits = (
+    return (
         rows.groupBy("file", "block")
-        .agg(F.count(F.lit(1)).alias("rows"), F.min("row_id").alias("first_row_id"))
+        .agg(F.count(F.lit(1)).alias("rows"), F.min("row_id").alias("first_row_id"), *tallies)
         .withColumn("lines_before", F.sum("rows").over(by_file) - F.col("rows"))
-        .drop("rows")
     )
+
+
+def number(rows: DataFrame, split_table: DataFrame) -> DataFrame:
+    """`rows` from `scan`, possibly filtered (further columns kept), with `line` (long, from 1) in place of
+    block and row_id; `split_table` is `splits` of the unfiltered rows."""
+    offsets = split_table.select("file", "block", "first_row_id", "lines_before")
     line = F.col("row_id") - F.col("first_row_id") + F.col("lines_before") + 1
     return (
-        (rows if keep is None else rows.where(keep))
-        .join(F.broadcast(splits), ["file", "block"])
+        rows.join(F.broadcast(offsets), ["file", "block"])
         .withColumn("line", line)
         .drop("block", "row_id", "first_row_id", "lines_before")
     )
@@ -48,7 +52,8 @@ def number(rows: DataFrame, keep: Column | None = None) -> DataFrame:
 
 def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     """Columns `file`, `line` and `value`: every line of the files."""
-    return number(scan(spark, paths))
+    rows = scan(spark, paths)
+    return number(rows, splits(rows))
 
 
 def short_name(file_column: str = "file") -> Column:
