@@ -23,12 +23,11 @@ def under_spark_submit() -> bool:
 
 def build_session(master: str | None = None, app_name: str = "smoothscale") -> SparkSession:
     """A session on `master`; `local[*]` when none is given and `spark-submit` did not choose one."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        # The tables after parsing are small: a few partitions, not the default 200.
+        # The tables after parsing are small: two partitions, not the default 200.
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
     )
@@ -37,6 +36,8 @@ def build_session(master: str | None = None, app_name: str = "smoothscale") -> S
     if master is not None:
         builder = builder.master(master)
     if master is not None and master.startswith("local"):
-        # Local workers run this interpreter (with this package), not whatever `python3` is on the PATH.
+        # Local workers run this interpreter (with this package), not whatever `python3` is on the PATH;
+        # the driver binds to the loopback address (a cluster's executors would need a reachable one).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return builder.getOrCreate()
