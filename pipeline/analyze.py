@@ -1,8 +1,9 @@
 """`analyze`: journal and logs in, Parquet tables and report.html out.
 
 The log lines are read twice, on the JVM: once to count each split's lines (to number them), once to
-classify every line (a `contains` per pattern) and keep the few recognised ones. Each table is written as
-Parquet and read back before the next step uses it, so every step after the parsing works on small tables.
+match every line against the patterns (a `contains` per pattern) and keep the few recognised ones. Each
+table is written as Parquet and read back before the next step uses it, so every step after the parsing
+works on small tables.
 """
 
 from __future__ import annotations
@@ -32,22 +33,21 @@ class AnalyzeInputs:
 @dataclass(frozen=True)
 class AnalyzeResult:
     tables: dict[str, DataFrame]
-    inputs: list[
-        dict[str, Any]
-    ]  # per file: lines, recognised, skipped, unknown (logs) or malformed (journal)
+    # Per file: lines, recognised, skipped and unknown (logs), or lines and malformed (journal).
+    inputs: list[dict[str, Any]]
 
 
 def _log_incidents(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFrame, DataFrame]:
     """The recognised lines and the split table (line counts per split, for numbering and `line_counts`)."""
     if inputs.logs:
-        classified = log_lines.classify(scan(spark, inputs.logs))
+        lines = scan(spark, inputs.logs)
     else:
-        empty = "value string, file string, block long, row_id long"
-        classified = log_lines.classify(spark.createDataFrame([], empty))
-    # Two passes over the files, neither cached: counting splits (cheap) and extracting the few recognised
-    # lines. Caching the whole scan instead costs more than reading it again.
-    split_table = splits(classified, *log_lines.split_tallies()).persist()
-    recognised = classified.where(F.col("pattern").isNotNull())
+        lines = spark.createDataFrame([], "value string, file string, block long, row_id long")
+    # Two passes over the files, neither cached: counting each split's lines and their shapes (cheap), then
+    # matching the patterns and keeping the few recognised lines. Caching the whole scan costs more than
+    # reading it again.
+    split_table = splits(log_lines.with_shape(lines), *log_lines.split_tallies()).persist()
+    recognised = log_lines.with_shape(log_lines.with_pattern(lines).where(F.col("pattern").isNotNull()))
     return log_lines.incidents(number(recognised, split_table), inputs.default_date), split_table
 
 

@@ -160,9 +160,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         ("member", "group"),
     ),
     # The assignor lists each node's consumers on the lines after "participating in this rebalance".
-    LinePattern(
-        "participants", "-StreamThread-", r"^\s*(" + _UUID + r"): \[(.*?)\]\.?\s*$", ("process", "members")
-    ),
+    LinePattern("participants", ": [", r"^\s*(" + _UUID + r"): \[(.*?)\]\.?\s*$", ("process", "members")),
 )
 
 for _pattern in PATTERNS:  # a pattern whose groups and fields disagree would extract the wrong values
@@ -199,8 +197,8 @@ def _timestamp(value: Column, default_date: str) -> Column:
     return F.to_timestamp(text, "yyyy-MM-dd HH:mm:ss.SSS")
 
 
-def classify(lines: DataFrame) -> DataFrame:
-    """`lines` with `pattern` (index into PATTERNS or null), `timestamped` and `blank`."""
+def with_pattern(lines: DataFrame) -> DataFrame:
+    """`lines` with `pattern`: the index into PATTERNS of the line's pattern, or null."""
     value = F.col("value")
     pattern = _kind(value, PATTERNS).cast("int")
     # The participants lines carry a broad marker: they count only when the regex holds too.
@@ -208,10 +206,13 @@ def classify(lines: DataFrame) -> DataFrame:
     pattern = F.when(
         (pattern == participants) & ~value.rlike(PATTERNS[participants].regex), F.lit(None)
     ).otherwise(pattern)
-    return (
-        lines.withColumn("pattern", pattern)
-        .withColumn("timestamped", value.rlike(TIMESTAMP))
-        .withColumn("blank", F.trim(value) == "")
+    return lines.withColumn("pattern", pattern)
+
+
+def with_shape(lines: DataFrame) -> DataFrame:
+    """`lines` with `timestamped` (a log line) and `blank`."""
+    return lines.withColumn("timestamped", F.col("value").rlike(TIMESTAMP)).withColumn(
+        "blank", F.trim(F.col("value")) == ""
     )
 
 
@@ -231,7 +232,7 @@ def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFr
 
 
 def split_tallies() -> list[Column]:
-    """What `splits` counts per split of `classify`'s rows for `line_counts` (no pattern matching: cheap)."""
+    """What `splits` counts per split of `with_shape` rows for `line_counts` (no pattern matching)."""
     return [
         F.sum(F.col("timestamped").cast("long")).alias("timestamped"),
         F.sum(F.col("blank").cast("long")).alias("blank"),

@@ -117,7 +117,9 @@ def test_every_pattern_matches_its_own_guide_line_in_python_too() -> None:
 def parsed(spark: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     lines = [line for line, _, _ in GUIDE_LINES] + OTHER
     rows = [("guide.log", n, text) for n, text in enumerate(lines, start=1)]
-    frame = log_lines.classify(spark.createDataFrame(rows, "file string, line long, value string"))
+    frame = log_lines.with_shape(
+        log_lines.with_pattern(spark.createDataFrame(rows, "file string, line long, value string"))
+    )
     found = [r.asDict() for r in log_lines.incidents(frame, "2026-11-21").orderBy("line").collect()]
     counts = frame.agg(*[F.sum(F.col(c).cast("int")).alias(c) for c in ("timestamped", "blank")]).first()
     return found, counts.asDict() if counts is not None else {}
