@@ -41,6 +41,7 @@ def test_balance_is_judged_per_pod_and_per_zone() -> None:
     assert invariants.imbalance(even, two_zones) == [
         "pods per zone are unbalanced: {'zone-a': 3, 'zone-b': 1}"
     ]
+    assert invariants.imbalance(even, two_zones, zones=False) == [], "after a zone outage: pods only"
     assert invariants.imbalance(None, ZONES) == ["nothing is published"]
 
 
