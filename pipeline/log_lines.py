@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -163,8 +164,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern("participants", ": [", r"^\s*(" + _UUID + r"): \[(.*?)\]\.?\s*$", ("process", "members")),
 )
 
+# Most lines match no pattern: a line is tested against the markers only if it contains one of these
+# words, which every marker contains (fewer `contains` per line of no interest than one per marker).
+SCREEN = ("rebalance", "roup", "heartbeat", "generation", "probe", "uncaught", "shutdown", ": [")
+
 for _pattern in PATTERNS:  # a pattern whose groups and fields disagree would extract the wrong values
     assert re.compile(_pattern.regex).groups == len(_pattern.fields), _pattern.kind
+    assert any(word in _pattern.marker for word in SCREEN), _pattern.marker
 
 
 def _kind(value: Column, patterns: Sequence[LinePattern]) -> Column:
@@ -200,7 +206,8 @@ def _timestamp(value: Column, default_date: str) -> Column:
 def with_pattern(lines: DataFrame) -> DataFrame:
     """`lines` with `pattern`: the index into PATTERNS of the line's pattern, or null."""
     value = F.col("value")
-    pattern = _kind(value, PATTERNS).cast("int")
+    screened = reduce(Column.__or__, [value.contains(word) for word in SCREEN])
+    pattern = F.when(screened, _kind(value, PATTERNS)).cast("int")
     # The participants lines carry a broad marker: they count only when the regex holds too.
     participants = PATTERNS.index(next(p for p in PATTERNS if p.kind == "participants"))
     pattern = F.when(
