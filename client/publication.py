@@ -39,6 +39,7 @@ def from_configmap(body: Mapping[str, object]) -> Publication:
 
 def from_mounted_dir(directory: Path) -> Publication:
     """The publication in a mounted ConfigMap volume (one file per key, binary keys as raw bytes)."""
+    directory = _one_version(directory)
     try:
         raw = (directory / contract.ASSIGNMENT_KEY).read_bytes()
     except OSError as error:
@@ -48,6 +49,14 @@ def from_mounted_dir(directory: Path) -> Publication:
     except OSError:
         generation = None  # optional: the publication carries its own generation
     return _checked(raw, generation)
+
+
+def _one_version(directory: Path) -> Path:
+    """The folder of the version mounted now. A kubelet swaps versions by renaming a symlink (`..data`, or the
+    mount itself in a test): reading both keys through the link could pair one version's assignment with the
+    next one's generation (or its missing generation, which would let a mismatched publication through)."""
+    data = directory / "..data"
+    return (data if data.is_symlink() else directory).resolve()
 
 
 def _checked(raw: bytes, generation: object) -> Publication:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from smoothscale.assignor.handover import Publication, decode_publication, encode_publication
 from smoothscale.assignor.models import ClientAssignment
 from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener, contract
-from smoothscale.client.publication import CorruptAssignment, from_configmap
+from smoothscale.client.publication import CorruptAssignment, from_configmap, from_mounted_dir
 
 POD = "orders-0"
 APPLIED = 5
@@ -186,3 +186,22 @@ def test_a_corrupt_or_older_generation_keeps_the_current_work_and_says_so() -> N
 def test_any_configmap_body_is_a_publication_or_corrupt(body: dict[str, Any]) -> None:
     with contextlib.suppress(CorruptAssignment):
         from_configmap(body)
+
+
+def test_a_version_swapped_in_between_the_two_reads_is_never_paired(monkeypatch: Any) -> None:
+    """The kubelet may swap in the next version while a reader is between the assignment and the generation
+    file: a mismatched publication must not pass because the next version has no generation file."""
+    with tempfile.TemporaryDirectory(prefix="swap-") as name:
+        volume = _Volume(Path(name))
+        volume.write(encode_publication(_publication(APPLIED + 6, TASKS)), str(APPLIED + 7))
+        read_bytes = Path.read_bytes
+
+        def swapping(path: Path) -> bytes:
+            raw = read_bytes(path)
+            volume.write(b"next version", None)  # swapped in right after the assignment was read
+            return raw
+
+        monkeypatch.setattr(Path, "read_bytes", swapping)
+        with contextlib.suppress(CorruptAssignment):
+            publication = from_mounted_dir(volume.mount)
+            raise AssertionError(f"generation {publication.generation} was paired with the next version")
