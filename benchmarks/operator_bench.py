@@ -40,8 +40,8 @@ import kubernetes
 
 from smoothscale.assignor.handover import Publication, decode_publication
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 SCRAPE_INTERVAL = 1.0
 STEADY_SCRAPE_INTERVAL = 5.0

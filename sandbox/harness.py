@@ -22,7 +22,7 @@ import kubernetes
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.client import contract, from_configmap
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
 from .kubelet import DEFAULT_ZONES, Kubelet
 from .records import read_records

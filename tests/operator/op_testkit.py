@@ -1,6 +1,6 @@
 """Helpers of the operator's tests (a uniquely named module): manifests, waiting, kubectl-like reads.
 
-The pods themselves are faked by `smoothscale.operator.emulator.fakekubelet.FakeKubelet` (no processes).
+The pods themselves are faked by `smoothscale.sandbox.emulator.fakekubelet.FakeKubelet` (no processes).
 """
 
 from __future__ import annotations
