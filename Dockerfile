@@ -22,6 +22,7 @@ COPY pipeline pipeline
 COPY cli cli
 COPY client client
 COPY sandbox sandbox
+COPY simulation simulation
 # The API emulator and the process-less kubelet (smoothscale.sandbox.emulator) are test infrastructure: they
 # need the `sandbox` extra, which the image does not install, and are removed from the environment.
 RUN python -m venv /opt/smoothscale \

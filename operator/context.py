@@ -15,7 +15,7 @@ import kopf
 
 from .appref import AppRef
 from .config import OperatorConfig
-from .events import AppEvent
+from .control.events import AppEvent
 from .journal import Journal
 from .kube import KubeClient
 from .login import connection_from_kubeconfig, discover_connection

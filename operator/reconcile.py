@@ -30,16 +30,13 @@ from typing import TYPE_CHECKING, Any
 from smoothscale.assignor.handover import EMPTY, Publication, is_settled, next_publication
 from smoothscale.assignor.planner import plan as make_plan
 
-from . import events as ev
-from . import names
 from .appref import AppRef
-from .autoscale import ScaleDownHold, recommended_replicas, staying_current
-from .durations import parse_duration
-from .kube import KubeError, core_path
-from .podactions import PodSetActions
-from .pods import PodInfo, leaving_since, pod_info
-from .podset import template_revision
-from .probing import (
+from .control import events as ev
+from .control import names
+from .control.autoscale import ScaleDownHold, recommended_replicas, staying_current
+from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
+from .control.pods import PodInfo, leaving_since, pod_info
+from .control.probing import (
     PlanMemory,
     barrier_after_loss,
     barrier_pending,
@@ -51,15 +48,19 @@ from .probing import (
     missing_holders,
     plan_trigger,
 )
+from .control.rates import ProcessRates, owner_rates
+from .control.scaling import PodSetInput, as_planned, plan_pod_set
+from .control.snapshot import ClientObservation, build_snapshot, merge_end_offsets, task_ids
+from .control.status import PlanOutcome, Problem, StatusInput, build_status
+from .control.zones import pod_zone
+from .kube import KubeError, core_path
+from .podactions import PodSetActions
+from .podset import template_revision
 from .publish import AssignmentUnreadableError, Published, load_published, publish
-from .rates import ProcessRates, owner_rates
 from .reporting import AppReporter, active_lag, leaving_pods
 from .resource import InvalidSpecError, StreamsAppSpec, load_spec, planner_config
-from .scaling import PodSetInput, as_planned, plan_pod_set
-from .scrape import PodMetrics, ScrapeFailure, ScrapeResult, metrics_url
-from .snapshot import ClientObservation, build_snapshot, merge_end_offsets, task_ids
-from .status import PlanOutcome, Problem, StatusInput, build_status
-from .zones import pod_zone
+from .resource.durations import parse_duration
+from .scrape import metrics_url
 
 if TYPE_CHECKING:
     from .context import OperatorContext

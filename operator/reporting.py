@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Final
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment, Plan
 
-from . import events as ev
 from .appref import AppRef
+from .control import events as ev
+from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
+from .control.pods import PodInfo, leaving_since
+from .control.status import Leaving
 from .kube import group_path
-from .pods import PodInfo, leaving_since
 from .resource import StreamsAppStatus
 from .resource import names as resource_names
-from .scrape import PodMetrics, ScrapeFailure, ScrapeResult
-from .status import Leaving
 
 if TYPE_CHECKING:
     from .context import OperatorContext

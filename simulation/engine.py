@@ -21,13 +21,13 @@ import numpy as np
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment, Task
 from smoothscale.assignor.planner import plan as make_plan
-from smoothscale.assignor.simulation import invariants
-from smoothscale.assignor.simulation.events import FollowUp, Script
-from smoothscale.assignor.simulation.metrics import Recorder, SimulationResult
-from smoothscale.assignor.simulation.operator_loop import Operator, PodReport
-from smoothscale.assignor.simulation.scenario import Event, OperatorRestart, Scenario
-from smoothscale.assignor.simulation.state import ACTIVE, STANDBY, Cluster, Pod, Tasks
-from smoothscale.assignor.simulation.strategies import make_strategy
+from smoothscale.simulation import invariants
+from smoothscale.simulation.events import FollowUp, Script
+from smoothscale.simulation.metrics import Recorder, SimulationResult
+from smoothscale.simulation.operator_loop import Operator, PodReport
+from smoothscale.simulation.scenario import Event, OperatorRestart, Scenario
+from smoothscale.simulation.state import ACTIVE, STANDBY, Cluster, Pod, Tasks
+from smoothscale.simulation.strategies import make_strategy
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 """Wall-clock instant of simulated time 0, for the planner's timestamps."""

@@ -24,7 +24,7 @@ from smoothscale.assignor.models import (
     Task,
 )
 from smoothscale.assignor.planner import plan as make_plan
-from smoothscale.assignor.simulation.strategies import Signals, Strategy
+from smoothscale.simulation.strategies import Signals, Strategy
 
 
 @dataclass(frozen=True, slots=True)

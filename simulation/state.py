@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smoothscale.assignor.models import ClientAssignment, Task
-from smoothscale.assignor.simulation.scenario import PodSpec
+from smoothscale.simulation.scenario import PodSpec
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

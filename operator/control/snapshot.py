@@ -18,7 +18,7 @@ from typing import Final
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import BalanceBy, Client, ClientAssignment, Snapshot, Task
 
-from .resource import StreamsAppSpec, input_partition_racks, planner_config
+from ..resource import StreamsAppSpec, input_partition_racks, planner_config
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,7 @@ from datetime import datetime
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import PlanStats
 
-from . import names
-from .pods import PodInfo
-from .resource import (
+from ..resource import (
     AssignmentStatus,
     AutoscalingStatus,
     Condition,
@@ -28,6 +26,8 @@ from .resource import (
     ProbingStatus,
     StreamsAppStatus,
 )
+from . import names
+from .pods import PodInfo
 
 
 @dataclass(frozen=True)

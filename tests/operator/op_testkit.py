@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from smoothscale.assignor.handover import Publication, decode_publication
-from smoothscale.operator.pods import PodInfo
+from smoothscale.operator.control.pods import PodInfo
 
 NAMESPACE = "default"
 SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from smoothscale.assignor.handover import EMPTY, Publication, Revocation
 from smoothscale.assignor.models import ClientAssignment
 from smoothscale.assignor.planner import plan
-from smoothscale.operator.probing import (
+from smoothscale.operator.control.probing import (
     PlanMemory,
     PlanTrigger,
     barrier_after_loss,
@@ -20,8 +20,13 @@ from smoothscale.operator.probing import (
     missing_holders,
     plan_trigger,
 )
+from smoothscale.operator.control.snapshot import (
+    ClientObservation,
+    build_snapshot,
+    merge_end_offsets,
+    task_ids,
+)
 from smoothscale.operator.resource import load_spec
-from smoothscale.operator.snapshot import ClientObservation, build_snapshot, merge_end_offsets, task_ids
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 SPEC = load_spec(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from smoothscale.client import contract
-from smoothscale.operator import names, zones
+from smoothscale.operator.control import names, zones
 from smoothscale.operator.resource.spec import MetricNames, MetricsSpec
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
-from smoothscale.assignor.simulation import simulate
+from smoothscale.simulation import simulate
 
 NO_DELAYS = {"applyDelaySeconds": 0, "handoverPollSeconds": 1}
 

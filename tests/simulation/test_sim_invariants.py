@@ -13,7 +13,7 @@ from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.assignor.simulation import STRATEGY_NAMES, InvariantViolation, operator_loop, simulate
+from smoothscale.simulation import STRATEGY_NAMES, InvariantViolation, operator_loop, simulate
 
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)

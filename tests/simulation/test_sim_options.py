@@ -9,7 +9,7 @@ import pytest
 from sim_testkit import library_scenario, small_scenario
 
 from smoothscale.assignor.models import BalanceBy, CatchUpTrigger
-from smoothscale.assignor.simulation import Scenario, ScenarioError, simulate
+from smoothscale.simulation import Scenario, ScenarioError, simulate
 
 
 def with_planner(scenario: Scenario, **options: Any) -> Scenario:
