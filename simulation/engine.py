@@ -87,9 +87,6 @@ class _Observed:
     def lags(self, pod: str) -> dict[str, int]:
         return self.cluster.reported_lags(self.cluster.pods[self.cluster.by_name[pod]])
 
-    def lag(self, pod: str, task: str) -> int | None:
-        return self.cluster.reported_lag(pod, task)
-
 
 def build_tasks(scenario: Scenario, rng: random.Random) -> Tasks:
     """Tasks `<subtopology>_<partition>`, with seeded changelog sizes and input replica zones."""
@@ -145,6 +142,7 @@ class Simulation:
             scenario.planner,
             self.cluster.tasks.models,
             EPOCH,
+            scenario.app,
         )
         config = self.operator.config
         self.recorder = Recorder(self.cluster, config.acceptable_recovery_lag, config.max_warmup_replicas)
@@ -215,7 +213,7 @@ class Simulation:
             copies.role == ACTIVE, 0.0, np.where(copies.role == STANDBY, standby_lag, copies.lag)
         )
         cluster.changed()
-        self.operator.adopt(plan, publication, pods)
+        self.operator.adopt(plan, publication, self.view, pods)
         self._initial_owners = publication.active_owner()
         self.recorder.sample(0.0)
 

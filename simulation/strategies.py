@@ -1,25 +1,28 @@
-"""When to re-plan and what to publish: the three strategies the simulator compares on the same scenario.
+"""What the three strategies the simulator compares change in the operator's decisions.
 
-All three use the real planner and the real two-phase hand-over; they differ only in their triggers and in
+All three run the operator's control core (`operator_loop`): its planner, its plan triggers, its pod
+retirement and its two-phase hand-over. They differ only in which of the core's triggers they honour and in
 what they take from a plan:
 
-- `eager`: the stop-the-world baseline. On a membership change it re-plans and applies the plan's balanced
-  `target` at once: every pod first stops all its actives (one generation, acknowledged by every pod),
-  then the target is published and moved tasks restore before they process.
+- `eager`: the stop-the-world baseline. It re-plans only when the pods change (no probe, no catch-up
+  trigger) and applies the plan's balanced `target` at once: every pod first stops all its actives (one
+  generation, acknowledged by every pod), then the target is published and moved tasks restore before
+  they process.
 - `kip441`: Kafka Streams' defaults. It publishes the plan's `assignment` (actives only on caught-up pods,
-  warmups toward the target) and re-plans on membership changes and on the followup probe, every
-  `probing.rebalance.interval.ms` = 10 minutes. The warmup cap and acceptable recovery lag come from the
-  scenario, whose defaults are Kafka's (2 and 10,000), so that a comparison isolates the trigger.
-- `smoothscale`: the same plans, plus a re-plan as soon as a copy that was restoring at the last plan is
-  caught up (with `catchUpTrigger: batched`, once all of some pod's are), at most once per
-  `REPLAN_MIN_INTERVAL_SECONDS`; the probe stays as a safety net.
+  warmups toward the target) and re-plans when the pods change and on the followup probe, every
+  `probing.rebalance.interval.ms` = 10 minutes (no catch-up trigger). The warmup cap and acceptable recovery
+  lag come from the scenario, whose defaults are Kafka's (2 and 10,000), so that a comparison isolates the
+  trigger.
+- `smoothscale`: the operator as it runs: every trigger of the core, including a re-plan as soon as a copy
+  the last plan waits for has caught up (with `catchUpTrigger: batched`, once all of some pod's have), at
+  most once per `REPLAN_MIN_INTERVAL_SECONDS` (the operator's scrape interval, which bounds it the same
+  way); the probe stays as a safety net.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Mapping, Set
-from dataclasses import dataclass
 from typing import ClassVar
 
 from smoothscale.assignor.handover import Publication
@@ -45,26 +48,17 @@ per catch-up a few seconds apart, while pods are still applying the previous one
 """
 
 
-@dataclass(frozen=True, slots=True)
-class Signals:
-    """What the operator knows at a scrape, as far as deciding to re-plan goes."""
-
-    first: bool  # no plan in memory: start-up or a restarted operator
-    membership_changed: bool  # pods joined, left, or were marked leaving since the last plan
-    probe_due: bool  # the last plan's followup probe is due
-    caught_up: int  # copies restoring at the last plan that are caught up now (as catchUpTrigger counts)
-    since_last_plan: float  # seconds
-
-
 class Strategy(ABC):
     name: ClassVar[str]
+    probes: ClassVar[bool] = True
+    """Whether to re-plan when the last plan's follow-up probe is due."""
 
     def planner_config(self, config: PlannerConfig) -> PlannerConfig:
         return config
 
-    @abstractmethod
-    def plan_reason(self, signals: Signals) -> str | None:
-        """Why to re-plan now, or None to keep the current plan."""
+    def catches_up(self, since_last_plan: float) -> bool:
+        """Whether to re-plan now if a copy the last plan waits for has caught up."""
+        return False
 
     def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
         """The assignment to publish (through the hand-over) after `plan`."""
@@ -85,22 +79,12 @@ class Strategy(ABC):
         return desired
 
 
-def _membership_reason(signals: Signals) -> str | None:
-    if signals.first:
-        return "no plan yet"
-    if signals.membership_changed:
-        return "membership changed"
-    return None
-
-
 class Eager(Strategy):
     name = "eager"
+    probes = False
 
     def __init__(self) -> None:
         self._released = True  # no rebalance in progress
-
-    def plan_reason(self, signals: Signals) -> str | None:
-        return _membership_reason(signals)
 
     def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
         self._released = False  # every rebalance stops the world first
@@ -138,12 +122,6 @@ class Kip441(Strategy):
     def planner_config(self, config: PlannerConfig) -> PlannerConfig:
         return config.model_copy(update={"probing_interval_seconds": KAFKA_PROBING_INTERVAL_SECONDS})
 
-    def plan_reason(self, signals: Signals) -> str | None:
-        reason = _membership_reason(signals)
-        if reason is None and signals.probe_due:
-            reason = "probing rebalance"
-        return reason
-
 
 class Smoothscale(Strategy):
     name = "smoothscale"
@@ -151,13 +129,8 @@ class Smoothscale(Strategy):
     def __init__(self, min_interval_seconds: float = REPLAN_MIN_INTERVAL_SECONDS) -> None:
         self.min_interval_seconds = min_interval_seconds
 
-    def plan_reason(self, signals: Signals) -> str | None:
-        reason = _membership_reason(signals)
-        if reason is None and signals.caught_up and signals.since_last_plan >= self.min_interval_seconds:
-            reason = "restoring copies caught up"
-        if reason is None and signals.probe_due:
-            reason = "probe"
-        return reason
+    def catches_up(self, since_last_plan: float) -> bool:
+        return since_last_plan >= self.min_interval_seconds
 
 
 STRATEGY_NAMES = ("eager", "kip441", "smoothscale")
