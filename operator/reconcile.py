@@ -25,12 +25,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smoothscale.assignor.handover import EMPTY, Publication
 from smoothscale.assignor.planner import plan as make_plan
 
 from .appref import AppRef
+from .context import OperatorContext
 from .control import events as ev
 from .control import names
 from .control.autoscale import ScaleDownHold, recommended_replicas, staying_current
@@ -42,18 +43,15 @@ from .control.publishing import next_generation
 from .control.rates import ProcessRates, owner_rates
 from .control.scaling import PodSetInput, as_planned, plan_pod_set
 from .control.snapshot import build_snapshot, merge_end_offsets, observed_clients, task_ids
-from .control.status import PlanOutcome, Problem, StatusInput, build_status
+from .control.status import PlanOutcome, Problem, StatusInput, active_lag, build_status, leaving_pods
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import AssignmentUnreadableError, Published, load_published, publish
-from .reporting import AppReporter, active_lag, leaving_pods
+from .reporting import AppReporter
 from .resource import InvalidSpecError, StreamsAppSpec, load_spec, planner_config
 from .resource.durations import parse_duration
 from .scrape import metrics_url
-
-if TYPE_CHECKING:
-    from .context import OperatorContext
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,18 @@ from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.control.events import EventType, publication_event, scrape_events, spec_events
 from smoothscale.operator.control.observed import FailureReason, PodMetrics, ScrapeFailure
-from smoothscale.operator.control.status import Leaving, PlanOutcome, Problem, StatusInput, build_status
+from smoothscale.operator.control.status import (
+    Leaving,
+    PlanOutcome,
+    Problem,
+    StatusInput,
+    active_lag,
+    build_status,
+    leaving_pods,
+)
 from smoothscale.operator.journal import Journal
 from smoothscale.operator.metrics import OperatorMetrics, serve_metrics
-from smoothscale.operator.reporting import LAG_REFRESH_SECONDS, AppReporter, active_lag, leaving_pods
+from smoothscale.operator.reporting import LAG_REFRESH_SECONDS, AppReporter
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 APP = AppRef("default", "orders", "uid-1")
