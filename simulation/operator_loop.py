@@ -144,10 +144,9 @@ class Operator:
         reason = None
         if scrape:
             retire = self._retirements(now, pods)
-            pods = [p for p in pods if p.name not in retire]
-            reason = self._maybe_plan(now, view, pods)
+            reason = self._maybe_plan(now, view, [p for p in pods if p.name not in retire])
         publication = None
-        acked = {p.name: p.acked for p in pods}
+        acked = {p.name: p.acked for p in pods}  # a pod retired now may be processing until it is gone
         inputs = (self._memory_version, self.published.generation, tuple(sorted(acked.items())))
         if self._memory is not None and inputs != self._idle_on:
             alive = set(acked)

@@ -14,9 +14,8 @@ what they take from a plan:
   lag come from the scenario, whose defaults are Kafka's (2 and 10,000), so that a comparison isolates the
   trigger.
 - `smoothscale`: the operator as it runs: every trigger of the core, including a re-plan as soon as a copy
-  the last plan waits for has caught up (with `catchUpTrigger: batched`, once all of some pod's have), at
-  most once per `REPLAN_MIN_INTERVAL_SECONDS` (the operator's scrape interval, which bounds it the same
-  way); the probe stays as a safety net.
+  the last plan waits for has caught up (with `catchUpTrigger: batched`, once all of some pod's have); the
+  probe stays as a safety net.
 """
 
 from __future__ import annotations
@@ -31,20 +30,15 @@ from smoothscale.assignor.models import ClientAssignment, Plan, PlannerConfig
 KAFKA_PROBING_INTERVAL_SECONDS = 600.0
 """Kafka Streams' default `probing.rebalance.interval.ms` (KIP-441)."""
 
-REPLAN_MIN_INTERVAL_SECONDS = 10.0
-"""smoothscale's debounce: at most one catch-up re-plan per 10 s, one default scrape interval.
+REPLAN_MIN_INTERVAL_SECONDS = 0.0
+"""No debounce of catch-up re-plans beyond the scrape interval: the operator has none (it re-plans at the
+first scrape that sees a copy caught up), and the `smoothscale` strategy is the operator. A scenario may set
+`operator.replanMinIntervalSeconds` to measure one (`benchmarks/sim_bench.py` sweeps it).
 
-Why not shorter: the operator sees lags once per scrape, so a shorter interval changes nothing (the sweep
-below gives identical runs for 0 and 10 s). Why not longer: a caught-up warmup holds a slot that restores
-nothing until the re-plan frees it, so every second of waiting costs 1/maxWarmupReplicas of the cluster's
-restore throughput. Warmups the planner starts together finish together and share one plan anyway; it is
-staggered catch-ups (tasks of different sizes) that a longer interval would batch, and batching them costs
-time without saving generations. Measured on the 3 -> 6 scale-out with changelog sizes jittered by 30%:
-0 or 10 s: 1,167 s to balance, 37 generations; 20 s: 1,187 s, 43; 30 s: 1,197 s, 43; 60 s: 1,357 s, 43
-(ratios to the lower bound 1.08, 1.11, 1.12, 1.26). With equal sizes the interval is irrelevant up to a
-restore time (100 s there). What the interval still prevents, when scrapes are set faster than 10 s, is
-the practitioner's guide's "closely grouped rebalances": a plan and two generations (revoke, then start)
-per catch-up a few seconds apart, while pods are still applying the previous ones.
+Measured on the 3 -> 6 scale-out with changelog sizes jittered by 30% and 10 s scrapes: 0 or 10 s: 1,167 s
+to balance, 37 generations; 20 s: 1,187 s, 43; 30 s: 1,197 s, 43; 60 s: 1,357 s, 43 (ratios to the lower
+bound 1.08, 1.11, 1.12, 1.26): a caught-up warmup holds a slot that restores nothing until the re-plan frees
+it, so a longer debounce only costs time.
 """
 
 
