@@ -22,8 +22,12 @@ COPY pipeline pipeline
 COPY cli cli
 COPY client client
 COPY sandbox sandbox
+COPY simulation simulation
+# The API emulator and the process-less kubelet (smoothscale.sandbox.emulator) are test infrastructure: they
+# need the `sandbox` extra, which the image does not install, and are removed from the environment.
 RUN python -m venv /opt/smoothscale \
     && /opt/smoothscale/bin/pip install --no-cache-dir ".[operator]" \
+    && rm -r /opt/smoothscale/lib/python3.11/site-packages/smoothscale/sandbox/emulator \
     && /opt/smoothscale/bin/pip uninstall --yes pip
 
 

@@ -40,8 +40,9 @@ import kubernetes
 
 from smoothscale.assignor.handover import Publication, decode_publication
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.client import contract
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 SCRAPE_INTERVAL = 1.0
 STEADY_SCRAPE_INTERVAL = 5.0
@@ -53,8 +54,8 @@ NOTHING = ClientAssignment()
 
 def streamsapp(name: str, replicas: int, partitions: int, probing: str = "10m") -> dict[str, Any]:
     return {
-        "apiVersion": "smoothscale.io/v1alpha1",
-        "kind": "StreamsApp",
+        "apiVersion": contract.API_VERSION,
+        "kind": contract.KIND,
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "replicas": replicas,
@@ -79,13 +80,13 @@ class Cluster:
 
     def apply(self, body: dict[str, Any]) -> None:
         self.custom.create_namespaced_custom_object(
-            "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", body
+            contract.GROUP, contract.VERSION, NAMESPACE, contract.PLURAL, body
         )
 
     def scale(self, app: str, replicas: int) -> None:
         patch = {"spec": {"replicas": replicas}}
         self.custom.patch_namespaced_custom_object(
-            "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", app, patch
+            contract.GROUP, contract.VERSION, NAMESPACE, contract.PLURAL, app, patch
         )
 
     def publication(self, app: str) -> Publication | None:
@@ -97,7 +98,7 @@ class Cluster:
 
     def stable_apps(self) -> int:
         apps = self.custom.list_namespaced_custom_object(
-            "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps"
+            contract.GROUP, contract.VERSION, NAMESPACE, contract.PLURAL
         )
         stable = 0
         for app in apps["items"]:

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from smoothscale.assignor.simulation import SimulationResult, parse_scenario, simulate
 from smoothscale.cli.simulate_command import comparison_table, load_scenario
+from smoothscale.simulation import SimulationResult, parse_scenario, simulate
 
 LIBRARY = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
 Figures = dict[str, float | int | None]

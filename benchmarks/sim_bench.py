@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from smoothscale.assignor.simulation import (
+from smoothscale.cli.simulate_command import comparison_table, load_scenario
+from smoothscale.simulation import (
     STRATEGY_NAMES,
     Scenario,
     SimulationResult,
     parse_scenario,
     simulate,
 )
-from smoothscale.cli.simulate_command import comparison_table, load_scenario
 
 LIBRARY = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
 SCALING = {"scale_out": "scale-out-3-to-6", "scale_in": "scale-in-6-to-3", "host_swap": "host-swap-4-pods"}

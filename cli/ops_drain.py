@@ -12,8 +12,8 @@ from __future__ import annotations
 import click
 
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, change, dry_run_option, kube_options
-from smoothscale.operator import names
-from smoothscale.operator.pods import PodInfo, pod_info
+from smoothscale.operator.control import names
+from smoothscale.operator.control.pods import PodInfo, pod_info
 
 DRAIN_VALUE = "true"
 """What the command writes: the operator replaces any value that is not a time by the time it sees it."""

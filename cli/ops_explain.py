@@ -18,15 +18,20 @@ import click
 
 from smoothscale.assignor.handover import EMPTY, Publication
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, kube_options, pod_metrics
-from smoothscale.operator.pods import PodInfo, leaving_since
-from smoothscale.operator.rates import owner_rates
+from smoothscale.operator.control.pods import PodInfo, leaving_since
+from smoothscale.operator.control.rates import owner_rates
+from smoothscale.operator.control.snapshot import (
+    ClientObservation,
+    build_snapshot,
+    merge_end_offsets,
+    task_ids,
+)
+from smoothscale.operator.control.zones import pod_zone
 from smoothscale.operator.resource import InvalidSpecError, StreamsAppSpec, load_spec
-from smoothscale.operator.snapshot import ClientObservation, build_snapshot, merge_end_offsets, task_ids
-from smoothscale.operator.zones import pod_zone
 
 if TYPE_CHECKING:
     from smoothscale.assignor.models import Plan
-    from smoothscale.operator.scrape import PodMetrics
+    from smoothscale.operator.control.observed import PodMetrics
 
 
 def replan(

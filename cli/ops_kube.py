@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from smoothscale.assignor.handover import Publication
-from smoothscale.operator import names
-from smoothscale.operator.pods import PodInfo, pod_info
+from smoothscale.operator.control import names
+from smoothscale.operator.control.pods import PodInfo, pod_info
+from smoothscale.operator.control.zones import node_zone
 from smoothscale.operator.resource import MetricsSpec
 from smoothscale.operator.resource import names as resource_names
-from smoothscale.operator.zones import node_zone
 
 if TYPE_CHECKING:
-    from smoothscale.operator.scrape import PodMetrics
+    from smoothscale.operator.control.observed import PodMetrics
 
 SCRAPE_TIMEOUT = 2.0
 """Seconds to wait for one pod's metrics: `status` and `explain` are interactive."""

@@ -16,12 +16,12 @@ import click
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.cli.ops_kube import Kube, kube_options, pod_metrics
-from smoothscale.operator.pods import PodInfo
+from smoothscale.operator.control.pods import PodInfo
+from smoothscale.operator.control.zones import pod_zone
 from smoothscale.operator.resource import MetricsSpec, StreamsAppSpec
-from smoothscale.operator.zones import pod_zone
 
 if TYPE_CHECKING:
-    from smoothscale.operator.scrape import PodMetrics
+    from smoothscale.operator.control.observed import PodMetrics
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from smoothscale.cli.ops_kube import Kube, change, dry_run_option, kube_options
-from smoothscale.operator import names
-from smoothscale.operator.pods import format_time
+from smoothscale.operator.control import names
+from smoothscale.operator.control.pods import format_time
 from smoothscale.operator.resource import names as resource_names
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import yaml
 
-from smoothscale.assignor.simulation import (
+from smoothscale.simulation import (
     STRATEGY_NAMES,
     InvariantViolation,
     Scenario,

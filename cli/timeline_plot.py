@@ -16,7 +16,7 @@ matplotlib.use("Agg")  # files only: never needs a display
 import matplotlib.pyplot as plt
 
 from smoothscale.assignor.ordering import natural_sorted
-from smoothscale.assignor.simulation import SimulationResult
+from smoothscale.simulation import SimulationResult
 
 MAX_LEGEND_PODS = 12
 """Beyond this many pods a legend hides the lines it names; the colours alone still separate them."""

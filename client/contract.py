@@ -1,12 +1,20 @@
-"""The names a pod of a StreamsApp shares with the operator (DESIGN.md, Contract 3), seen from the pod's side.
+"""The names the operator and an app's pods share (Contract 3), and where the `StreamsApp` kind lives.
 
-The client library may import nothing but the pure assignor, so it cannot read the operator's constants; it
-keeps its own copy here, and `tests/sandbox/test_sandbox_contract.py` fails the moment the two disagree.
+Their one home: this is the lowest layer that both the operator and the client library (which runs in the
+app's pods) import, so the operator's `control/names.py` and `resource/names.py`, the sandbox, the API
+emulator and the CLI all read them from here, and a string typed twice cannot drift.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+# -- the StreamsApp resource (Contract 2) in the Kubernetes API -------------------------------------------
+GROUP: Final = "smoothscale.io"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+KIND: Final = "StreamsApp"
+PLURAL: Final = "streamsapps"
 
 # -- the assignment ConfigMap --------------------------------------------------------------------------------
 ASSIGNMENT_KEY: Final = "assignment.json.gz"

@@ -1,73 +1,109 @@
-"""The operator's own settings (not an app's: those are in each StreamsApp's spec).
+"""The operator's own settings (not an app's: those are in each StreamsApp's spec), declared once.
 
-The same settings reach the operator two ways: as options of `smoothscale operator`, and, for `kopf run -m
-smoothscale.operator.entry`, as `SMOOTHSCALE_*` environment variables (the options read the same
-variables, so a Deployment can use either).
+`OperatorConfig` is the one declaration: each field's type, default, bounds and help. From it come the
+`SMOOTHSCALE_<FIELD>` environment variables (`from_env`, for `kopf run -m smoothscale.operator.entry`) and
+the options of `smoothscale operator` (`cli.operator_command`, whose options read the same variables, so a
+Deployment can configure either entry the same way). A bad value fails with the setting's name and what it
+expects, from either side.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FilePath, ValidationError
 
 ENV_PREFIX: Final = "SMOOTHSCALE_"
 
 
-@dataclass(frozen=True)
-class OperatorConfig:
-    kubeconfig: Path | None = None
-    """Read credentials from this kubeconfig file; None: in-cluster or the default kubeconfig."""
-    kube_context: str | None = None
-    scrape_interval: float = 5.0
-    """Seconds between scrapes of an app's pods (and between reconciliations of an app)."""
-    scrape_timeout: float = 2.0
-    debounce: float = 0.2
-    """Seconds to gather a burst of changes (pods created together, several annotations) into one round."""
-    startup_grace: float = 30.0
-    """Seconds an app's first plan may wait for all its new pods to report metrics."""
-    assignment_recheck: float = 60.0
-    """Seconds between re-reads of an app's assignment ConfigMap (to notice that someone deleted it)."""
-    api_timeout: float = 30.0
-    metrics_host: str = "0.0.0.0"
-    metrics_port: int | None = 8080
-    """Port of the operator's own /metrics; None serves none, 0 picks a free port."""
-    journal_stdout: bool = True
-    journal_file: Path | None = None
-    peering: str = "smoothscale"
-    standalone: bool = False
-    """Run without peering (a single replica, or tests); otherwise peering is mandatory."""
-    priority: int | None = None
-    """Peering priority; None draws a random one, so that exactly one of several replicas acts (kopf
-    pauses every operator that sees a peer of equal priority)."""
-    namespaces: tuple[str, ...] = field(default_factory=tuple)
-    """Namespaces to serve; empty serves all of them."""
+def env_var(setting: str) -> str:
+    """The environment variable of a setting: `SMOOTHSCALE_` and its name in capitals."""
+    return ENV_PREFIX + setting.upper()
+
+
+def _namespaces(value: object) -> object:
+    """Comma-separated lists (from the environment), or a sequence of them (from the options or code)."""
+    items = [value] if isinstance(value, str) else value
+    if isinstance(items, list | tuple):
+        return tuple(n.strip() for item in items for n in str(item).split(",") if n.strip())
+    return value
+
+
+def _optional_port(value: object) -> object:
+    if isinstance(value, str) and value.strip().lower() in ("none", "off", ""):
+        return None
+    return value
+
+
+class OperatorConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kubeconfig: FilePath | None = Field(
+        None,
+        description="Credentials from this kubeconfig; default: in-cluster, then $KUBECONFIG or "
+        "~/.kube/config.",
+    )
+    kube_context: str | None = Field(None, description="Kubeconfig context.")
+    namespaces: Annotated[tuple[str, ...], BeforeValidator(_namespaces)] = Field(
+        (), description="Serve only these namespaces; default: all namespaces."
+    )
+    standalone: bool = Field(
+        False,
+        description="No peering: for a single replica. Otherwise peering is mandatory and one replica acts.",
+    )
+    peering: str = Field("smoothscale", description="Name of the kopf peering object the replicas share.")
+    priority: int | None = Field(
+        None,
+        description="Peering priority; default: random, so that exactly one of several replicas acts (kopf "
+        "pauses every operator that sees a peer of equal priority).",
+    )
+    scrape_interval: float = Field(
+        5.0, ge=0.05, description="Seconds between scrapes (and reconciliations) of an app."
+    )
+    scrape_timeout: float = Field(2.0, ge=0.01, description="Seconds to wait for one pod's metrics.")
+    debounce: float = Field(
+        0.2, ge=0.0, description="Seconds to gather a burst of changes into one reconciliation."
+    )
+    startup_grace: float = Field(
+        30.0,
+        ge=0.0,
+        description="Seconds a new app's first plan may wait for all its pods to report metrics.",
+    )
+    assignment_recheck: float = Field(
+        60.0,
+        ge=0.1,
+        description="Seconds between re-reads of each assignment ConfigMap (a deleted one is rebuilt "
+        "behind a barrier).",
+    )
+    api_timeout: float = Field(30.0, gt=0.0, description="Seconds to wait for one request to the API server.")
+    metrics_host: str = Field("0.0.0.0", description="Address the operator's /metrics listens on.")
+    metrics_port: Annotated[int | None, BeforeValidator(_optional_port)] = Field(
+        8080,
+        ge=0,
+        le=65535,
+        description="Port of the operator's /metrics (0: a free port; none or off: no /metrics).",
+    )
+    journal_stdout: bool = Field(True, description="Write the JSON event journal to standard output.")
+    journal_file: Path | None = Field(None, description="Also append the JSON event journal to this file.")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
-        """Settings from `SMOOTHSCALE_<FIELD>` variables (e.g. SMOOTHSCALE_SCRAPE_INTERVAL=2)."""
+        """Settings from `SMOOTHSCALE_<FIELD>` variables (e.g. SMOOTHSCALE_SCRAPE_INTERVAL=2); unset or empty
+        variables keep the default."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
-        for item in fields(cls):
-            raw = env.get(ENV_PREFIX + item.name.upper())
+        for name in cls.model_fields:
+            raw = env.get(env_var(name))
             if raw is not None and raw != "":
-                values[item.name] = _convert(item.name, raw, getattr(cls(), item.name))
-        return cls(**values)
-
-
-def _convert(name: str, raw: str, default: object) -> object:
-    if name in ("kubeconfig", "journal_file"):
-        return Path(raw)
-    if name == "namespaces":
-        return tuple(n.strip() for n in raw.split(",") if n.strip())
-    if name == "metrics_port":
-        return None if raw.lower() in ("none", "off", "") else int(raw)
-    if isinstance(default, bool):
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    if isinstance(default, float):
-        return float(raw)
-    if name == "priority":
-        return int(raw)
-    return raw
+                values[name] = raw
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{env_var(str(e['loc'][0]))}={values.get(str(e['loc'][0]))!r}: {e['msg']}"
+                for e in error.errors()
+            )
+            raise ValueError(f"invalid operator settings: {problems}") from None

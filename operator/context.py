@@ -1,4 +1,6 @@
-"""Everything one running operator shares between its apps: settings, clients, metrics, journal, reconcilers.
+"""The services one running operator shares between its apps: settings, clock, API client, scraper, metrics,
+journal, Events, and the registry that wakes the apps' loops (`loops`). Services only: no decision and no
+app's state lives here, and it imports none of the modules that use it.
 
 kopf handlers are registered as closures over one context (see `main.build_registry`), so that several
 operators can run in one process (tests, the benchmark) without sharing any state.
@@ -15,13 +17,13 @@ import kopf
 
 from .appref import AppRef
 from .config import OperatorConfig
-from .events import AppEvent
+from .control.events import AppEvent
 from .journal import Journal
 from .kube import KubeClient
 from .login import connection_from_kubeconfig, discover_connection
+from .loops import AppRegistry
 from .metrics import OperatorMetrics, serve_metrics
 from .resource import names as resource_names
-from .runtime import AppRegistry
 from .scrape import Scraper
 
 

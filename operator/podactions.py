@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from . import names
 from .appref import AppRef
+from .control import names
+from .control.pods import format_time
+from .control.scaling import PodSetPlan
 from .kube import KubeClient, KubeError, core_path
-from .pods import format_time
 from .podset import build_pod, build_state_claim
 from .reporting import AppReporter
 from .resource import StreamsAppSpec
-from .scaling import PodSetPlan
 
 
 class PodSetActions:

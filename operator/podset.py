@@ -14,8 +14,8 @@ import hashlib
 import json
 from typing import Any
 
-from . import names
 from .appref import AppRef
+from .control import names
 from .resource import StreamsAppSpec
 
 POD_SECURITY_CONTEXT: dict[str, Any] = {

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from smoothscale.assignor.handover import EMPTY, Publication, decode_publication, encode_publication
 
-from . import names
 from .appref import AppRef
+from .control import names
 from .kube import KubeClient, KubeError, core_path
 
 

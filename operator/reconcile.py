@@ -25,44 +25,33 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from smoothscale.assignor.handover import EMPTY, Publication, is_settled, next_publication
+from smoothscale.assignor.handover import EMPTY, Publication
 from smoothscale.assignor.planner import plan as make_plan
 
-from . import events as ev
-from . import names
 from .appref import AppRef
-from .autoscale import ScaleDownHold, recommended_replicas, staying_current
-from .durations import parse_duration
+from .context import OperatorContext
+from .control import events as ev
+from .control import names
+from .control.autoscale import ScaleDownHold, recommended_replicas, staying_current
+from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
+from .control.planning import PlanningInput, decide_planning
+from .control.pods import PodInfo, pod_info
+from .control.probing import PlanMemory, fingerprint, holders, settled
+from .control.publishing import next_generation
+from .control.rates import ProcessRates, owner_rates
+from .control.scaling import PodSetInput, as_planned, plan_pod_set
+from .control.snapshot import build_snapshot, merge_end_offsets, observed_clients, task_ids
+from .control.status import PlanOutcome, Problem, StatusInput, active_lag, build_status, leaving_pods
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
-from .pods import PodInfo, leaving_since, pod_info
 from .podset import template_revision
-from .probing import (
-    PlanMemory,
-    barrier_after_loss,
-    barrier_pending,
-    caught_up_moves,
-    desired_reachable,
-    fingerprint,
-    first_plan_waits,
-    holders,
-    missing_holders,
-    plan_trigger,
-)
 from .publish import AssignmentUnreadableError, Published, load_published, publish
-from .rates import ProcessRates, owner_rates
-from .reporting import AppReporter, active_lag, leaving_pods
+from .reporting import AppReporter
 from .resource import InvalidSpecError, StreamsAppSpec, load_spec, planner_config
-from .scaling import PodSetInput, as_planned, plan_pod_set
-from .scrape import PodMetrics, ScrapeFailure, ScrapeResult, metrics_url
-from .snapshot import ClientObservation, build_snapshot, merge_end_offsets, task_ids
-from .status import PlanOutcome, Problem, StatusInput, build_status
-from .zones import pod_zone
-
-if TYPE_CHECKING:
-    from .context import OperatorContext
+from .resource.durations import parse_duration
+from .scrape import metrics_url
 
 
 @dataclass(frozen=True)
@@ -259,47 +248,32 @@ class AppReconciler:
 
     # -- planning --------------------------------------------------------------------------------------
 
-    def _clients(self, state: _Round, zones: Mapping[str, str]) -> list[ClientObservation]:
-        out = []
-        for pod in state.pods:
-            if not pod.schedulable_client:
-                continue
-            result = state.results.get(pod.name)
-            lags = result.lags if isinstance(result, PodMetrics) else {}
-            since = leaving_since(pod) if pod.is_leaving else None
-            out.append(ClientObservation(pod.name, pod_zone(pod.node, zones), since, lags))
-        return out
-
     async def _maybe_plan(self, spec: StreamsAppSpec, seen: Observation, state: _Round) -> None:
-        clients = self._clients(state, seen.zones)
+        clients = observed_clients(state.pods, state.results, seen.zones)
         generation = int((seen.body.get("metadata") or {}).get("generation") or 0)
-        lags = {c.pod: dict(c.lags) for c in clients}
-        assignment = spec.assignment
-        ready = (
-            caught_up_moves(
-                self.memory.plan, lags, assignment.acceptable_recovery_lag, assignment.catch_up_trigger
+        decision = decide_planning(
+            PlanningInput(
+                memory=self.memory,
+                spec_generation=generation,
+                clients=clients,
+                published=self.publication,
+                reported=[pod for pod, r in state.results.items() if isinstance(r, PodMetrics)],
+                staying=[p.name for p in state.pods if not (p.is_leaving or p.deleting or p.stopped)],
+                acceptable_recovery_lag=spec.assignment.acceptable_recovery_lag,
+                catch_up_trigger=spec.assignment.catch_up_trigger,
+                now=state.now,
+                waited=(state.now - self.started_at).total_seconds(),
+                startup_grace=self.ctx.config.startup_grace,
             )
-            if self.memory is not None
-            else []
         )
-        trigger = plan_trigger(self.memory, generation, fingerprint(clients), bool(ready), state.now)
-        if trigger is None:
-            return
-        reported = [pod for pod, r in state.results.items() if isinstance(r, PodMetrics)]
-        missing = missing_holders(self.publication, [c.pod for c in clients], reported)
-        if missing:
+        if decision.held_for:
             state.degraded = Problem(
                 "MetricsUnavailable",
-                f"planning held: no metrics from {', '.join(missing)}, which hold tasks; "
+                f"planning held: no metrics from {', '.join(decision.held_for)}, which hold tasks; "
                 "their tasks stay where they are until the pods report again or are gone",
             )
-            self.report.journal("plan-held", reason=str(trigger), pods=missing)
-            return
-        if not any(c.leaving_since is None for c in clients):
-            return  # no pod that stays is scheduled yet: there is nowhere to put tasks
-        staying = [p.name for p in state.pods if not (p.is_leaving or p.deleting or p.stopped)]
-        waited = (state.now - self.started_at).total_seconds()
-        if first_plan_waits(self.publication, staying, reported, waited, self.ctx.config.startup_grace):
+            self.report.journal("plan-held", reason=str(decision.due), pods=list(decision.held_for))
+        if not decision.plan:
             return
         started = time.perf_counter()
         rates = self.process_rates.means()
@@ -307,11 +281,10 @@ class AppReconciler:
         result = await asyncio.to_thread(make_plan, snapshot)
         duration = time.perf_counter() - started
         self.memory = PlanMemory(generation, fingerprint(clients), state.now, result)
-        self.report.plan(str(trigger), result, duration, len(clients), len(snapshot.tasks))
+        self.report.plan(str(decision.due), result, duration, len(clients), len(snapshot.tasks))
 
     def _settled(self) -> bool:
-        memory = self.memory
-        return memory is not None and memory.plan.stable and is_settled(self.publication, memory.desired)
+        return settled(self.memory, self.publication)
 
     # -- hand-over -------------------------------------------------------------------------------------
 
@@ -319,22 +292,14 @@ class AppReconciler:
         published = self.published
         if published is None:
             return
-        alive = {p.name for p in state.pods if p.alive}
         acked = {
             pod: r.generation
             for pod, r in state.results.items()
             if isinstance(r, PodMetrics) and r.generation is not None
         }
-        desired = self.memory.desired if self.memory is not None else {}
-        barrier = barrier_after_loss(published.publication, state.status_generation, acked)
-        if barrier is not None:
-            candidate: Publication | None = Publication(generation=barrier)
-        elif barrier_pending(published.publication, acked, alive):
-            return  # some pod may still run what a lost generation gave it
-        elif self.memory is None or not desired_reachable(desired, alive):
-            return  # nothing planned yet, or the plan names a pod that is gone: wait for the next plan
-        else:
-            candidate = next_publication(published.publication, desired, acked, alive)
+        desired = self.memory.desired if self.memory is not None else None
+        alive = {p.name for p in state.pods if p.alive}
+        candidate = next_generation(published.publication, desired, acked, alive, state.status_generation)
         if candidate is None:
             return
         try:
@@ -343,7 +308,7 @@ class AppReconciler:
             if error.conflict or error.not_found:
                 self.published = None  # someone else wrote or deleted it: read it again next round
             raise
-        self.report.publication(published.publication, candidate, desired)
+        self.report.publication(published.publication, candidate, desired or {})
 
     # -- status ----------------------------------------------------------------------------------------
 

@@ -10,22 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment, Plan
 
-from . import events as ev
 from .appref import AppRef
+from .context import OperatorContext
+from .control import events as ev
+from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
+from .control.pods import PodInfo
 from .kube import group_path
-from .pods import PodInfo, leaving_since
 from .resource import StreamsAppStatus
 from .resource import names as resource_names
-from .scrape import PodMetrics, ScrapeFailure, ScrapeResult
-from .status import Leaving
-
-if TYPE_CHECKING:
-    from .context import OperatorContext
 
 LAG_REFRESH_SECONDS: Final = 30.0
 
@@ -164,25 +161,3 @@ class AppReporter:
             return True
         stale = now - self._status_written >= timedelta(seconds=LAG_REFRESH_SECONDS)
         return body.get("lag") != old.get("lag") and stale
-
-
-def active_lag(published: Publication, results: Mapping[str, ScrapeResult]) -> tuple[int, int]:
-    """The sum and the largest of the active tasks' lags, as their owners report them."""
-    lags: list[int] = []
-    for pod, roles in published.assignment.items():
-        result = results.get(pod)
-        if isinstance(result, PodMetrics):
-            lags.extend(result.lags.get(task, 0) for task in roles.active)
-    return sum(lags), max(lags, default=0)
-
-
-def leaving_pods(pods: Sequence[PodInfo], timeout: float | None) -> list[Leaving]:
-    """status.leaving: every leaving pod not yet being deleted, with its deadline if there is a timeout."""
-    out = []
-    for pod in pods:
-        since = leaving_since(pod) if pod.is_leaving else None
-        if since is None or pod.deleting:
-            continue
-        deadline = since + timedelta(seconds=timeout) if timeout is not None else None
-        out.append(Leaving(pod.name, since, deadline))
-    return out

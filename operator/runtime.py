@@ -1,4 +1,4 @@
-"""The loop that drives one app's reconciler, and the registry that wakes it.
+"""The loop that drives one app's reconciler (`loops.AppRegistry` wakes it).
 
 One loop per app (inside kopf's daemon for that app, so peering stops it when another operator takes over,
 and deletion of the app ends it): reconciliations of an app never overlap. The loop runs a round every scrape
@@ -13,13 +13,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from .appref import AppRef
+from .context import OperatorContext
 from .reconcile import AppReconciler, Observation
-
-if TYPE_CHECKING:
-    from .context import OperatorContext
 
 logger = logging.getLogger(__name__)
 
@@ -84,30 +81,6 @@ class AppRuntime:
                 await event.wait()
                 return True
         return False
-
-
-class AppRegistry:
-    """The running app loops of one operator, so that pod events can wake the loop of their app."""
-
-    def __init__(self) -> None:
-        self._apps: dict[tuple[str, str], AppRuntime] = {}
-
-    def add(self, runtime: AppRuntime) -> None:
-        app = runtime.app
-        self._apps[(app.namespace, app.name)] = runtime
-
-    def remove(self, runtime: AppRuntime) -> None:
-        app = runtime.app
-        if self._apps.get((app.namespace, app.name)) is runtime:
-            del self._apps[(app.namespace, app.name)]
-
-    def trigger(self, namespace: str, name: str) -> None:
-        runtime = self._apps.get((namespace, name))
-        if runtime is not None:
-            runtime.trigger()
-
-    def __len__(self) -> int:
-        return len(self._apps)
 
 
 async def run_app(

@@ -15,42 +15,16 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from .pods import PodInfo
+from .control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
+from .control.pods import PodInfo
 from .resource import MetricNames, MetricsSpec
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 _TASK_LABEL = "task"
-
-
-class FailureReason(StrEnum):
-    UNREACHABLE = "Unreachable"
-    HTTP_ERROR = "HttpError"
-    INVALID_METRICS = "InvalidMetrics"
-
-
-@dataclass(frozen=True)
-class PodMetrics:
-    lags: dict[str, int] = field(default_factory=dict)
-    end_offsets: dict[str, int] = field(default_factory=dict)
-    generation: int | None = None
-    """The last generation the pod has fully applied, or None if it reports none yet."""
-    process_rates: dict[str, float] = field(default_factory=dict)
-    """Records per second each task processes on the pod (0 where it only restores or stands by)."""
-
-
-@dataclass(frozen=True)
-class ScrapeFailure:
-    reason: FailureReason
-    message: str
-
-
-ScrapeResult = PodMetrics | ScrapeFailure
 
 
 class InvalidMetricsError(ValueError):

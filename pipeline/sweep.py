@@ -31,14 +31,14 @@ import yaml
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from smoothscale.assignor.simulation import (
+from smoothscale.pipeline.html_table import table
+from smoothscale.simulation import (
     STRATEGY_NAMES,
     InvariantViolation,
     ScenarioError,
     parse_scenario,
     simulate,
 )
-from smoothscale.pipeline.html_table import table
 
 FIGURES = (
     ("time_to_balance_s", "double"),

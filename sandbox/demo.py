@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from smoothscale.client import contract
+
 from . import environment as env
 from . import invariants
 from .harness import Sandbox
@@ -28,8 +30,8 @@ PARTITIONS = 6
 def demo_app(replicas: int = 3, image: str = "example/orders:1") -> dict[str, Any]:
     """The example app: 2 subtopologies (a stateless one, a stateful one), 1 standby, a volume per pod."""
     return {
-        "apiVersion": "smoothscale.io/v1alpha1",
-        "kind": "StreamsApp",
+        "apiVersion": contract.API_VERSION,
+        "kind": contract.KIND,
         "metadata": {"name": APP, "namespace": NAMESPACE},
         "spec": {
             "replicas": replicas,

@@ -22,12 +22,11 @@ import kubernetes
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.client import contract, from_configmap
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
 from .kubelet import DEFAULT_ZONES, Kubelet
 from .records import read_records
 
-GROUP, VERSION, PLURAL = "smoothscale.io", "v1alpha1", "streamsapps"
 # -P: the current directory must not shadow the installed modules (a stray `timeit.py` where the user
 # happens to run the demo would otherwise break prometheus_client inside the operator).
 OPERATOR_COMMAND = (sys.executable, "-P", "-m", "smoothscale.cli", "operator", "--standalone")
@@ -146,15 +145,19 @@ class Sandbox:
 
     def apply(self, app: Mapping[str, Any]) -> None:
         namespace = app["metadata"].get("namespace", "default")
-        self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, dict(app))
+        self.custom.create_namespaced_custom_object(
+            contract.GROUP, contract.VERSION, namespace, contract.PLURAL, dict(app)
+        )
 
     def patch_app(self, name: str, patch: Mapping[str, Any], namespace: str = "default") -> None:
-        self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, dict(patch))
+        self.custom.patch_namespaced_custom_object(
+            contract.GROUP, contract.VERSION, namespace, contract.PLURAL, name, dict(patch)
+        )
 
     def app(self, name: str, namespace: str = "default") -> dict[str, Any]:
         return _json(
             self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, _preload_content=False
+                contract.GROUP, contract.VERSION, namespace, contract.PLURAL, name, _preload_content=False
             )
         )
 

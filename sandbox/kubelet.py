@@ -651,7 +651,7 @@ class Kubelet:
         custom = kubernetes.client.CustomObjectsApi(self._api)
         try:
             found = custom.get_namespaced_custom_object(
-                "smoothscale.io", "v1alpha1", namespace, "streamsapps", app
+                contract.GROUP, contract.VERSION, namespace, contract.PLURAL, app
             )
         except kubernetes.client.ApiException as error:
             if error.status == 404:

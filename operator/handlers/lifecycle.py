@@ -6,8 +6,8 @@ from typing import Any
 
 import kopf
 
-from .. import names
 from ..context import OperatorContext
+from ..control import names
 
 
 def configure(settings: kopf.OperatorSettings, context: OperatorContext) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import kopf
 
 from ..context import OperatorContext
-from ..zones import node_zone
+from ..control.zones import node_zone
 
 
 def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:

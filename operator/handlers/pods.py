@@ -6,8 +6,8 @@ from typing import Any
 
 import kopf
 
-from .. import names
 from ..context import OperatorContext
+from ..control import names
 
 _OURS = {names.MANAGED_BY_LABEL: names.MANAGED_BY}
 

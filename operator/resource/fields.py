@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
-from ..durations import DURATION_PATTERN, DurationError, parse_duration
+from .durations import DURATION_PATTERN, DurationError, parse_duration
 
 __all__ = [
     "ConditionReason",

@@ -1,17 +1,16 @@
-"""Where the `StreamsApp` kind lives in the Kubernetes API.
-
-One home for these strings: the CRD generator, kopf's handler registration, the API emulator used in tests
-and the CLI must all agree, and a typo in any one of them fails only at run time against a cluster.
+"""Where the `StreamsApp` kind lives in the Kubernetes API: the coordinates (from the client library's
+contract, their one home) and what only the CRD declares (singular, short names, categories).
 """
 
 from typing import Final
 
-GROUP: Final = "smoothscale.io"
-VERSION: Final = "v1alpha1"
-API_VERSION: Final = f"{GROUP}/{VERSION}"
-KIND: Final = "StreamsApp"
-LIST_KIND: Final = "StreamsAppList"
-PLURAL: Final = "streamsapps"
+from smoothscale.client.contract import API_VERSION, GROUP, KIND, PLURAL, VERSION
+
+# Contract 3's names, re-exported from their one home (the client library's contract).
+__all__ = ["API_VERSION", "GROUP", "KIND", "PLURAL", "VERSION"]
+
+
+LIST_KIND: Final = f"{KIND}List"
 SINGULAR: Final = "streamsapp"
 SHORT_NAMES: Final = ("sapp",)
 # `all` because a StreamsApp owns pods the way a Deployment does: `kubectl get all` should show it.

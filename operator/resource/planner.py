@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from smoothscale.assignor.models import PlannerConfig, RackAwareConfig
 
-from ..durations import parse_duration
+from .durations import parse_duration
 from .spec import StreamsAppSpec, SubtopologySpec
 
 __all__ = ["input_partition_racks", "planner_config"]

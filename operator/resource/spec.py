@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smoothscale.assignor.models import BalanceBy, CatchUpTrigger, RackStrategy
+from smoothscale.client import contract
 
 from .base import SpecModel
 from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone
@@ -248,18 +249,18 @@ class MetricNames(SpecModel):
     """Names of the metrics the operator scrapes, for apps that export them under other names."""
 
     task_lag: MetricName = Field(
-        "smoothscale_task_lag", description="Per-task lag gauge, label task=<subtopology>_<partition>."
+        contract.TASK_LAG_METRIC, description="Per-task lag gauge, label task=<subtopology>_<partition>."
     )
     changelog_end_offset: MetricName = Field(
-        "smoothscale_task_changelog_end_offset",
+        contract.CHANGELOG_END_OFFSET_METRIC,
         description="Per-task changelog end offset gauge, label task=<subtopology>_<partition>.",
     )
     assignment_generation: MetricName = Field(
-        "smoothscale_assignment_generation",
+        contract.GENERATION_METRIC,
         description="Gauge of the last assignment generation the pod has fully applied.",
     )
     task_process_rate: MetricName = Field(
-        "smoothscale_task_process_rate",
+        contract.PROCESS_RATE_METRIC,
         description="Per-task gauge of records processed per second, label task=<subtopology>_<partition>; "
         "the task weights of balanceBy: weight.",
     )
@@ -268,8 +269,10 @@ class MetricNames(SpecModel):
 class MetricsSpec(SpecModel):
     """Where each pod exposes its Prometheus metrics."""
 
-    port: int = Field(8080, ge=1, le=65535, description="Container port of the metrics endpoint.")
-    path: HttpPath = Field("/metrics", description="HTTP path of the metrics endpoint.")
+    port: int = Field(
+        contract.DEFAULT_METRICS_PORT, ge=1, le=65535, description="Container port of the metrics endpoint."
+    )
+    path: HttpPath = Field(contract.DEFAULT_METRICS_PATH, description="HTTP path of the metrics endpoint.")
     names: MetricNames = Field(
         default_factory=MetricNames,
         description="Metric names, if the app does not use the default ones.",

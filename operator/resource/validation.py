@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from ..durations import parse_duration
+from .durations import parse_duration
 from .spec import StreamsAppSpec, UpdateStrategy
 
 __all__ = ["InvalidSpecError", "load_spec", "semantic_problems", "spec_problems"]

@@ -8,7 +8,7 @@ import aiohttp
 import kubernetes
 import pytest
 
-from smoothscale.operator.emulator import (
+from smoothscale.sandbox.emulator import (
     EmulatorThread,
     ExtendedEmulator,
     RunningEmulator,

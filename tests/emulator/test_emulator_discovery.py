@@ -8,14 +8,14 @@ import aiohttp
 import kmock
 import kubernetes
 
-from smoothscale.operator.emulator import (
+from smoothscale.sandbox.emulator import (
     CLUSTER_KOPF_PEERINGS,
     ExtendedEmulator,
     RunningEmulator,
     build_emulator,
     serve_emulator,
 )
-from smoothscale.operator.emulator.paths import parse_path
+from smoothscale.sandbox.emulator.paths import parse_path
 
 
 def _by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:

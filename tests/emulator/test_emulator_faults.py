@@ -8,7 +8,7 @@ import time
 import aiohttp
 from emulator_testkit import MERGE, SAPPS, sapp
 
-from smoothscale.operator.emulator import ExtendedEmulator
+from smoothscale.sandbox.emulator import ExtendedEmulator
 
 
 async def test_conflict_for_the_next_matching_requests_only(

@@ -11,7 +11,7 @@ import kubernetes
 from emulator_testkit import sapp
 from kopf.testing import KopfRunner
 
-from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.sandbox.emulator import RunningEmulator
 
 GROUP, VERSION, PLURAL = "smoothscale.io", "v1alpha1", "streamsapps"
 

@@ -6,7 +6,7 @@ import aiohttp
 import kubernetes
 from emulator_testkit import MERGE, SAPPS, sapp
 
-from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.sandbox.emulator import RunningEmulator
 
 
 async def test_get_scale_returns_an_autoscaling_v1_scale(api: aiohttp.ClientSession) -> None:

@@ -6,8 +6,8 @@ import aiohttp
 import pytest
 from emulator_testkit import PODS, pod
 
-from smoothscale.operator.emulator import FieldSelector, LabelSelector
-from smoothscale.operator.emulator.selectors import SelectorError
+from smoothscale.sandbox.emulator import FieldSelector, LabelSelector
+from smoothscale.sandbox.emulator.selectors import SelectorError
 
 LABELS = {"app": "orders", "tier": "worker", "zone": "a"}
 

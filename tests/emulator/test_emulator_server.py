@@ -15,7 +15,7 @@ import kubernetes
 import pytest
 import yaml
 
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator, serve_emulator
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator, serve_emulator
 
 
 async def test_serve_writes_a_kubeconfig_for_the_url(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ async def test_the_standalone_emulator_exits_promptly_on_a_signal(
     command = [
         sys.executable,
         "-m",
-        "smoothscale.operator.emulator",
+        "smoothscale.sandbox.emulator",
         "--port",
         str(port),
         "--kubeconfig",

@@ -13,7 +13,7 @@ import kubernetes
 import pytest
 from emulator_testkit import MERGE, PODS, SAPPS, pod, sapp
 
-from smoothscale.operator.emulator import RunningEmulator, build_emulator, serve_emulator
+from smoothscale.sandbox.emulator import RunningEmulator, build_emulator, serve_emulator
 
 
 async def _events(resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:

@@ -32,6 +32,7 @@ import yaml
 
 from smoothscale.cli.operator_command import operator_command
 from smoothscale.operator.access import Access
+from smoothscale.operator.config import OperatorConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "smoothscale"
@@ -209,5 +210,8 @@ def container_args(documents: Sequence[Json]) -> list[str]:
 
 
 def operator_options(documents: Sequence[Json]) -> dict[str, Any]:
-    """The Deployment's arguments as `smoothscale operator` parses them (an unknown option fails)."""
-    return operator_command.make_context("operator", container_args(documents)).params
+    """The Deployment's arguments as `smoothscale operator` parses them (an unknown option fails), and the
+    operator's settings checked by their model (a bad value fails)."""
+    params = operator_command.make_context("operator", container_args(documents)).params
+    settings = OperatorConfig.model_validate({name: params[name] for name in OperatorConfig.model_fields})
+    return {**params, **settings.model_dump()}

@@ -94,6 +94,23 @@ def test_every_package_folder_reaches_the_build() -> None:
     assert folders | {"pyproject.toml", "README.md"} <= allowed
 
 
+def test_test_infrastructure_stays_out_of_the_image() -> None:
+    """The API emulator and the process-less kubelet are for tests and the demo: the image's environment
+    loses them, the `operator` extra does not pull their dependency (kmock), and the operator's command runs
+    without them."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "smoothscale.sandbox.emulator" in project["tool"]["setuptools"]["packages"]
+    assert not any(dep.startswith("kmock") for dep in project["project"]["optional-dependencies"]["operator"])
+    build_runs = " ".join(args for name, args in _stages()[0] if name == "RUN")
+    assert "rm -r /opt/smoothscale/lib/python3.11/site-packages/smoothscale/sandbox/emulator" in build_runs
+    code = (
+        "import sys, smoothscale.cli.main, smoothscale.operator.entry, smoothscale.operator.main; "
+        "print(sorted(m for m in sys.modules if m.startswith(('smoothscale.sandbox.emulator', 'kmock'))))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -103,10 +120,10 @@ def _free_port() -> int:
 
 @pytest.fixture()
 def emulator(tmp_path: Path) -> Iterator[Path]:
-    """`python -m smoothscale.operator.emulator` in a process of its own; yields its kubeconfig."""
+    """`python -m smoothscale.sandbox.emulator` in a process of its own; yields its kubeconfig."""
     kubeconfig = tmp_path / "kubeconfig"
     process = subprocess.Popen(
-        [sys.executable, "-m", "smoothscale.operator.emulator", "--kubeconfig", str(kubeconfig)],
+        [sys.executable, "-m", "smoothscale.sandbox.emulator", "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

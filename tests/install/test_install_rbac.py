@@ -35,8 +35,8 @@ from smoothscale.operator import main
 from smoothscale.operator.access import CLIENT_ACCESS, Access
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.emulator import build_emulator
 from smoothscale.operator.handlers import lifecycle
+from smoothscale.sandbox.emulator import build_emulator
 
 Scoped = tuple[Access, bool]  # the permission, and whether its resource is namespaced
 

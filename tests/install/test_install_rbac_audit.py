@@ -32,9 +32,9 @@ from kopf.testing import KopfRunner
 from smoothscale.operator.access import Access, UndeclaredAccessError, request_accesses
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 from smoothscale.operator.main import build_registry
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 TOKEN = "smoothscale-operator-service-account"
 ADMISSION_ONLY = {Access("smoothscale.io", "streamsapps/finalizers", "update")}

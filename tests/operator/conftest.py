@@ -16,9 +16,9 @@ from op_testkit import Kubectl
 
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
 from smoothscale.operator.main import build_registry
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 
 @pytest.fixture()

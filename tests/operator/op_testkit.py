@@ -1,6 +1,6 @@
 """Helpers of the operator's tests (a uniquely named module): manifests, waiting, kubectl-like reads.
 
-The pods themselves are faked by `smoothscale.operator.emulator.fakekubelet.FakeKubelet` (no processes).
+The pods themselves are faked by `smoothscale.sandbox.emulator.fakekubelet.FakeKubelet` (no processes).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from smoothscale.assignor.handover import Publication, decode_publication
-from smoothscale.operator.pods import PodInfo
+from smoothscale.operator.control.pods import PodInfo
 
 NAMESPACE = "default"
 SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))

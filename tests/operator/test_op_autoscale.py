@@ -8,7 +8,7 @@ from op_testkit import pod_record
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator.autoscale import ScaleDownHold, recommended_replicas, staying_current
+from smoothscale.operator.control.autoscale import ScaleDownHold, recommended_replicas, staying_current
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 PUBLISHED = Publication(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from op_testkit import SMOOTHSCALE, operator_process, wait_for
 
-from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.sandbox.emulator import RunningEmulator
 
 
 def _free_port(host: str) -> int:

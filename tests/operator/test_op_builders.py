@@ -10,8 +10,8 @@ import pytest
 
 from smoothscale.assignor.handover import Publication, Revocation
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator import names
 from smoothscale.operator.appref import AppRef
+from smoothscale.operator.control import names
 from smoothscale.operator.podset import build_pod, build_state_claim, template_revision
 from smoothscale.operator.publish import (
     AssignmentUnreadableError,

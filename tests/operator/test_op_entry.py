@@ -9,8 +9,8 @@ from pathlib import Path
 
 from op_testkit import Kubectl, balanced, operator_process, streamsapp, wait_for
 
-from smoothscale.operator.emulator import RunningEmulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator import RunningEmulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 KOPF = str(Path(sys.executable).with_name("kopf"))
 

@@ -10,7 +10,7 @@ import pytest
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
 from smoothscale.operator.config import OperatorConfig
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 
 def test_a_lost_pod_is_replaced_under_its_name_after_its_tasks_moved(

@@ -6,7 +6,7 @@ import urllib.request
 
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 
 def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:

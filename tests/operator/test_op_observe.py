@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from smoothscale.operator import names
-from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.operator.control import names
+from smoothscale.operator.control.pods import leaving_since, parse_time, pod_info
+from smoothscale.operator.control.zones import UNKNOWN_ZONE, node_zone, pod_zone
 from smoothscale.operator.kube import KubeClient, KubeError, core_path
 from smoothscale.operator.login import connection_from_kubeconfig
-from smoothscale.operator.pods import leaving_since, parse_time, pod_info
-from smoothscale.operator.zones import UNKNOWN_ZONE, node_zone, pod_zone
+from smoothscale.sandbox.emulator import RunningEmulator
 
 POD = {
     "metadata": {

@@ -11,9 +11,9 @@ from op_testkit import Kubectl, actives, streamsapp, wait_for
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, ClientTarget, Plan, PlanStats
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
-from smoothscale.operator.probing import caught_up_moves
-from smoothscale.operator.rates import ProcessRates, owner_rates
+from smoothscale.operator.control.probing import caught_up_moves
+from smoothscale.operator.control.rates import ProcessRates, owner_rates
+from smoothscale.operator.control.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
 from smoothscale.operator.resource import MetricNames, StreamsAppSpec, load_spec
 from smoothscale.operator.scrape import (
     FailureReason,
@@ -22,7 +22,7 @@ from smoothscale.operator.scrape import (
     ScrapeFailure,
     parse_metrics,
 )
-from smoothscale.operator.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 EAGER, BATCHED = CatchUpTrigger.EAGER, CatchUpTrigger.BATCHED

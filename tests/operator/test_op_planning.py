@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from smoothscale.assignor.handover import EMPTY, Publication, Revocation
 from smoothscale.assignor.models import ClientAssignment
 from smoothscale.assignor.planner import plan
-from smoothscale.operator.probing import (
+from smoothscale.operator.control.probing import (
     PlanMemory,
     PlanTrigger,
-    barrier_after_loss,
-    barrier_pending,
     caught_up_moves,
-    desired_reachable,
     fingerprint,
     first_plan_waits,
     holders,
     missing_holders,
     plan_trigger,
 )
+from smoothscale.operator.control.publishing import barrier_after_loss, barrier_pending, desired_reachable
+from smoothscale.operator.control.snapshot import (
+    ClientObservation,
+    build_snapshot,
+    merge_end_offsets,
+    task_ids,
+)
 from smoothscale.operator.resource import load_spec
-from smoothscale.operator.snapshot import ClientObservation, build_snapshot, merge_end_offsets, task_ids
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 SPEC = load_spec(
@@ -87,6 +91,8 @@ def test_the_first_plan_and_every_relevant_change_trigger_planning() -> None:
     assert plan_trigger(memory, 1, fingerprint(moved), False, NOW) is PlanTrigger.PODS_CHANGED
     marked = [clients[0], observe("orders-1", "zone-b", {}, leaving=NOW)]
     assert plan_trigger(memory, 1, fingerprint(marked), False, NOW) is PlanTrigger.PODS_CHANGED
+    recreated = [clients[0], dataclasses.replace(clients[1], uid="another pod object under the same name")]
+    assert plan_trigger(memory, 1, fingerprint(recreated), False, NOW) is PlanTrigger.PODS_CHANGED
     assert plan_trigger(memory, 1, fingerprint(clients), True, NOW) is PlanTrigger.CAUGHT_UP
     assert plan_trigger(memory, 1, fingerprint(clients), False, NOW + timedelta(hours=1)) is None, "stable"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
-from smoothscale.operator.pods import parse_time
+from smoothscale.operator.control.pods import parse_time
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 
 def _revisions(kube: Kubectl) -> dict[str, str]:

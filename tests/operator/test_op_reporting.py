@@ -14,13 +14,20 @@ from op_testkit import pod_record
 from smoothscale.assignor.handover import EMPTY, Publication, Revocation
 from smoothscale.assignor.models import ClientAssignment, PlanStats
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.config import OperatorConfig
-from smoothscale.operator.events import EventType, publication_event, scrape_events, spec_events
+from smoothscale.operator.control.events import EventType, publication_event, scrape_events, spec_events
+from smoothscale.operator.control.observed import FailureReason, PodMetrics, ScrapeFailure
+from smoothscale.operator.control.status import (
+    Leaving,
+    PlanOutcome,
+    Problem,
+    StatusInput,
+    active_lag,
+    build_status,
+    leaving_pods,
+)
 from smoothscale.operator.journal import Journal
 from smoothscale.operator.metrics import OperatorMetrics, serve_metrics
-from smoothscale.operator.reporting import LAG_REFRESH_SECONDS, AppReporter, active_lag, leaving_pods
-from smoothscale.operator.scrape import FailureReason, PodMetrics, ScrapeFailure
-from smoothscale.operator.status import Leaving, PlanOutcome, Problem, StatusInput, build_status
+from smoothscale.operator.reporting import LAG_REFRESH_SECONDS, AppReporter
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 APP = AppRef("default", "orders", "uid-1")
@@ -234,24 +241,6 @@ async def test_the_operators_metrics_are_served_and_forgotten_with_their_app() -
     metrics.forget(APP)
     text = metrics.exposition().decode()
     assert 'app="orders"' not in text and 'app="other"' in text
-
-
-def test_settings_come_from_smoothscale_environment_variables() -> None:
-    config = OperatorConfig.from_env(
-        {
-            "SMOOTHSCALE_KUBECONFIG": "/tmp/kubeconfig",
-            "SMOOTHSCALE_SCRAPE_INTERVAL": "2.5",
-            "SMOOTHSCALE_STANDALONE": "true",
-            "SMOOTHSCALE_NAMESPACES": "streams, batch",
-            "SMOOTHSCALE_METRICS_PORT": "off",
-            "SMOOTHSCALE_PRIORITY": "7",
-            "OTHER": "ignored",
-        }
-    )
-    assert config.kubeconfig == Path("/tmp/kubeconfig")
-    assert (config.scrape_interval, config.standalone, config.namespaces) == (2.5, True, ("streams", "batch"))
-    assert config.metrics_port is None and config.priority == 7
-    assert OperatorConfig.from_env({}) == OperatorConfig()
 
 
 class _RecordingApi:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, read_journal, streamsapp, wait_for
 
-from smoothscale.operator.emulator import RunningEmulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator import RunningEmulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 
 def smoothscale_operator(cluster: RunningEmulator, journal: Path) -> list[str]:

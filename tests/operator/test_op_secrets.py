@@ -13,8 +13,8 @@ from typing import Any
 
 from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, streamsapp, wait_for
 
-from smoothscale.operator.emulator import RunningEmulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator import RunningEmulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 PLANTED = "pl4nted-s3cret-9f2c"
 POD_SPEC = re.compile(r"""["']containers["']\s*:|["']volumeMounts["']\s*:""")

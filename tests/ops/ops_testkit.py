@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from smoothscale.assignor.handover import Publication, decode_publication
 from smoothscale.cli.main import cli
-from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.sandbox.emulator import RunningEmulator
 
 NAMESPACE = "default"
 SAPP = ("smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps")

@@ -12,8 +12,8 @@ from ops_testkit import NAMESPACE, SAPP, balanced, publication, smoothscale, str
 
 from smoothscale.cli.main import cli
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.emulator import RunningEmulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator import RunningEmulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 
 @pytest.fixture()

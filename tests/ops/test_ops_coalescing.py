@@ -15,8 +15,8 @@ from ops_testkit import NAMESPACE, SAPP, Generations, balanced, publication, smo
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.emulator import RunningEmulator
-from smoothscale.operator.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator import RunningEmulator
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 
 SLOW_RESTORE = 25_000.0
 """Offsets per second: a new pod needs ~4 s to catch up on a task (changelog 100,000), long enough for the

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import kubernetes
 import pytest
 
-from smoothscale.operator.emulator import EmulatorThread, RunningEmulator, build_emulator
+from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
 
 @pytest.fixture()

@@ -15,7 +15,7 @@ from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, 
 from smoothscale.assignor.handover import encode_publication
 from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener, contract, role_changes
 from smoothscale.client.roles import RoleChange
-from smoothscale.operator.emulator import RunningEmulator
+from smoothscale.sandbox.emulator import RunningEmulator
 
 APP = "orders"
 POD = "orders-0"

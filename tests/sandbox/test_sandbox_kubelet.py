@@ -12,8 +12,8 @@ import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
 
 from smoothscale.client import contract
-from smoothscale.operator.emulator import RunningEmulator
 from smoothscale.sandbox.addresses import random_block
+from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.kubelet import FINALIZER, Kubelet
 from smoothscale.sandbox.records import read_records
 

@@ -18,8 +18,8 @@ import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
 
 from smoothscale.client import ClientConfig, contract
-from smoothscale.operator.emulator import RunningEmulator
 from smoothscale.sandbox.changelog import Changelog
+from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.records import overlaps, processing_intervals, read_records
 from smoothscale.sandbox.state import StateStore
 from smoothscale.sandbox.worker import SampleWorker, WorkerConfig

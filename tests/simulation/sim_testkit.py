@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from smoothscale.assignor.simulation import Scenario, parse_scenario
+from smoothscale.simulation import Scenario, parse_scenario
 
 LIBRARY = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 SCENARIO_FILES = sorted(LIBRARY.glob("*.yaml"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sim_testkit import library_scenario
 
-from smoothscale.assignor.simulation import simulate
+from smoothscale.simulation import simulate
 
 
 @pytest.mark.parametrize("strategy", ["eager", "smoothscale"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sim_testkit import small_scenario
 
-from smoothscale.assignor.simulation.engine import Simulation
+from smoothscale.simulation.engine import Simulation
 
 ZONES = ["zone-a", "zone-b", "zone-c"]
 

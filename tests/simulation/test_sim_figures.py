@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
-from smoothscale.assignor.simulation import simulate
+from smoothscale.simulation import simulate
 
 NO_DELAYS = {"applyDelaySeconds": 0, "handoverPollSeconds": 1}
 
@@ -37,8 +37,8 @@ def test_smoothscale_balances_sooner_than_kip441_and_eager_stops_more() -> None:
     assert kip441.time_to_balance_seconds >= 5 * smooth.time_to_balance_seconds
     assert smooth.ratio_to_lower_bound is not None and smooth.ratio_to_lower_bound <= 1.25
     assert smooth.generations_published == kip441.generations_published  # same moves, sooner
-    assert set(kip441.plans_by_reason) == {"membership changed", "probing rebalance"}
-    assert set(smooth.plans_by_reason) == {"membership changed", "restoring copies caught up"}
+    assert set(kip441.plans_by_reason) == {"PodsChanged", "ProbingInterval"}
+    assert set(smooth.plans_by_reason) == {"PodsChanged", "CaughtUp"}
 
 
 @pytest.mark.parametrize("strategy", ["kip441", "smoothscale"])

@@ -9,7 +9,7 @@ import pytest
 from sim_testkit import library_scenario, small_scenario
 
 from smoothscale.assignor.models import BalanceBy, CatchUpTrigger
-from smoothscale.assignor.simulation import Scenario, ScenarioError, simulate
+from smoothscale.simulation import Scenario, ScenarioError, simulate
 
 
 def with_planner(scenario: Scenario, **options: Any) -> Scenario:
@@ -38,7 +38,7 @@ def test_batched_publishes_no_more_generations_than_eager() -> None:
     batched = simulate(with_planner(multi_warmup(), catch_up_trigger=CatchUpTrigger.BATCHED), "smoothscale")
     assert eager.balanced and batched.balanced
     assert batched.generations_published <= eager.generations_published
-    caught_up = "restoring copies caught up"
+    caught_up = "CaughtUp"
     assert batched.plans_by_reason[caught_up] < eager.plans_by_reason[caught_up]
 
 
@@ -50,8 +50,8 @@ def test_batched_waits_for_all_of_a_pods_copies() -> None:
     eager = simulate(scenario, "smoothscale")
     batched = simulate(with_planner(scenario, catch_up_trigger=CatchUpTrigger.BATCHED), "smoothscale")
     assert eager.balanced and batched.balanced
-    assert eager.plans_by_reason == {"membership changed": 1, "restoring copies caught up": 2}
-    assert batched.plans_by_reason == {"membership changed": 1, "restoring copies caught up": 1}
+    assert eager.plans_by_reason == {"PodsChanged": 1, "CaughtUp": 2}
+    assert batched.plans_by_reason == {"PodsChanged": 1, "CaughtUp": 1}
 
 
 def test_weight_balance_lowers_the_peak_pod_load() -> None:

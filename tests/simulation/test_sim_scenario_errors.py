@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from smoothscale.assignor.simulation import ScenarioError, parse_scenario
+from smoothscale.simulation import ScenarioError, parse_scenario
 
 VALID: dict[str, Any] = {
     "name": "ok",

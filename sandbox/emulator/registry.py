@@ -12,13 +12,15 @@ from typing import Any
 
 import kmock
 
+from smoothscale.client import contract
+
 from .api import ExtendedEmulator
 from .scale import ScalePaths
 from .store import NAMESPACES
 
 ALL_VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
-STREAMSAPPS = kmock.resource(group="smoothscale.io", version="v1alpha1", plural="streamsapps")
+STREAMSAPPS = kmock.resource(group=contract.GROUP, version=contract.VERSION, plural=contract.PLURAL)
 CLUSTER_KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="clusterkopfpeerings")
 KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="kopfpeerings")
 

@@ -16,9 +16,12 @@ from datetime import datetime
 from typing import Final
 
 from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import BalanceBy, Client, ClientAssignment, Snapshot, Task
+from smoothscale.assignor.models import BalanceBy, Client, ClientAssignment, PlannerConfig, Snapshot, Task
 
-from .resource import StreamsAppSpec, input_partition_racks, planner_config
+from ..resource import StreamsAppSpec, input_partition_racks, planner_config
+from .observed import PodMetrics, ScrapeResult
+from .pods import PodInfo, leaving_since
+from .zones import pod_zone
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,11 @@ class ClientObservation:
     leaving_since: datetime | None
     lags: Mapping[str, int]
     """Lags the pod reported this round ({} when it reported none)."""
+    capacity: int = 1
+    """Relative processing capacity (the simulator's pods may differ; the operator's pods are alike)."""
+    uid: str = ""
+    """The pod object's uid: a pod recreated under the same name (a lost pod, a lost volume) is a new member,
+    whatever it held may be gone."""
 
 
 def task_ids(spec: StreamsAppSpec) -> list[str]:
@@ -100,14 +108,38 @@ def build_snapshot(
     rates: Mapping[str, float] | None = None,
 ) -> Snapshot:
     """`rates`: each task's averaged processing rate (records/s), the weights of `balanceBy: weight`."""
-    tasks = build_tasks(spec, end_offsets, rates)
+    return planner_input(now, planner_config(spec), build_tasks(spec, end_offsets, rates), clients, published)
+
+
+def planner_input(
+    now: datetime,
+    config: PlannerConfig,
+    tasks: Sequence[Task],
+    clients: Sequence[ClientObservation],
+    published: Publication,
+) -> Snapshot:
+    """Contract 1's snapshot from the tasks, the pods taking part in planning and the publication in force:
+    the one way the operator and the simulator turn what they observe into the planner's input."""
     known = {task.id for task in tasks}
     return Snapshot(
-        now=now,
-        config=planner_config(spec),
-        tasks=tasks,
-        clients=[_client(c, published, known) for c in clients],
+        now=now, config=config, tasks=list(tasks), clients=[_client(c, published, known) for c in clients]
     )
+
+
+def observed_clients(
+    pods: Sequence[PodInfo], results: Mapping[str, ScrapeResult], zones: Mapping[str, str]
+) -> list[ClientObservation]:
+    """The pods that take part in planning (on a node, not being deleted, not stopped), with their node's
+    zone, their leaving time and the lags they reported this round."""
+    out = []
+    for pod in pods:
+        if not pod.schedulable_client:
+            continue
+        result = results.get(pod.name)
+        lags = result.lags if isinstance(result, PodMetrics) else {}
+        since = leaving_since(pod) if pod.is_leaving else None
+        out.append(ClientObservation(pod.name, pod_zone(pod.node, zones), since, lags, uid=pod.uid))
+    return out
 
 
 def _client(observed: ClientObservation, published: Publication, known: set[str]) -> Client:
@@ -120,6 +152,7 @@ def _client(observed: ClientObservation, published: Publication, known: set[str]
     return Client(
         id=observed.pod,
         rack=observed.zone,
+        capacity=observed.capacity,
         leaving_since=observed.leaving_since,
         lags={task: lag for task, lag in observed.lags.items() if task in known},
         active=[t for t in roles.active if t in known] + revoked,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.simulation.state import ACTIVE, Cluster, Pod
+from smoothscale.simulation.state import ACTIVE, Cluster, Pod
 
 
 class InvariantViolation(AssertionError):

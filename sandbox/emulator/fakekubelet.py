@@ -30,11 +30,12 @@ import aiohttp
 from aiohttp import web
 
 from smoothscale.assignor.handover import Publication, decode_publication
+from smoothscale.client import contract
+from smoothscale.operator.control import names
 
 ZONES = ("zone-a", "zone-b", "zone-c")
-_MANAGED = "app.kubernetes.io/managed-by=smoothscale"
+_MANAGED = f"{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
 _MERGE = {"Content-Type": "application/merge-patch+json"}
-_APP_LABEL = "smoothscale.io/app"
 
 
 @dataclass
@@ -60,17 +61,19 @@ class FakePod:
         return self.active | self.standby | self.warmup
 
     def exposition(self, changelog: int, process_rates: dict[str, float]) -> str:
-        lines = ["# TYPE smoothscale_task_lag gauge"]
+        lines = [f"# TYPE {contract.TASK_LAG_METRIC} gauge"]
         lines += [
-            f'smoothscale_task_process_rate{{task="{t}"}} {process_rates[t]}'
+            f'{contract.PROCESS_RATE_METRIC}{{task="{t}"}} {process_rates[t]}'
             for t in sorted(self.active)
             if t in process_rates
         ]
-        lines += [f'smoothscale_task_lag{{task="{t}"}} {int(lag)}' for t, lag in sorted(self.lags.items())]
         lines += [
-            f'smoothscale_task_changelog_end_offset{{task="{t}"}} {changelog}' for t in sorted(self.lags)
+            f'{contract.TASK_LAG_METRIC}{{task="{t}"}} {int(lag)}' for t, lag in sorted(self.lags.items())
         ]
-        lines.append(f"smoothscale_assignment_generation {self.generation}")
+        lines += [
+            f'{contract.CHANGELOG_END_OFFSET_METRIC}{{task="{t}"}} {changelog}' for t in sorted(self.lags)
+        ]
+        lines.append(f"{contract.GENERATION_METRIC} {self.generation}")
         return "\n".join(lines) + "\n"
 
 
@@ -150,7 +153,7 @@ class FakeKubelet:
     async def _main(self) -> None:
         async with aiohttp.ClientSession(base_url=self.url) as api:
             for index, zone in enumerate(ZONES):
-                labels = {"topology.kubernetes.io/zone": zone}
+                labels = {contract.ZONE_LABEL: zone}
                 node = {
                     "apiVersion": "v1",
                     "kind": "Node",
@@ -195,7 +198,7 @@ class FakeKubelet:
     async def _start_pod(self, api: aiohttp.ClientSession, item: dict[str, Any]) -> None:
         metadata = item["metadata"]
         name = metadata["name"]
-        app = (metadata.get("labels") or {}).get(_APP_LABEL, "")
+        app = (metadata.get("labels") or {}).get(contract.APP_LABEL, "")
         pod = FakePod(name=name, app=app, uid=metadata["uid"], lags=dict(self._kept.pop(name, {})))
         application = web.Application()
 
@@ -209,7 +212,7 @@ class FakeKubelet:
         pod.port = int(pod.runner.addresses[0][1])
         ordinal = int(name.rsplit("-", 1)[1])
         patch = {
-            "metadata": {"annotations": {"smoothscale.io/metrics-port": str(pod.port)}},
+            "metadata": {"annotations": {names.METRICS_PORT_ANNOTATION: str(pod.port)}},
             "spec": {"nodeName": f"node-{ordinal % len(ZONES)}"},
         }
         await api.patch(f"/api/v1/namespaces/{self.namespace}/pods/{name}", json=patch, headers=_MERGE)
@@ -285,8 +288,8 @@ class FakeKubelet:
 
 
 def _publication(configmap: dict[str, Any]) -> tuple[str, Publication] | None:
-    app = ((configmap.get("metadata") or {}).get("labels") or {}).get(_APP_LABEL)
-    encoded = (configmap.get("binaryData") or {}).get("assignment.json.gz")
+    app = ((configmap.get("metadata") or {}).get("labels") or {}).get(contract.APP_LABEL)
+    encoded = (configmap.get("binaryData") or {}).get(contract.ASSIGNMENT_KEY)
     if not app or not encoded:
         return None
     return app, decode_publication(base64.b64decode(encoded))

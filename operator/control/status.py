@@ -7,16 +7,14 @@ reasons are CamelCase for machines, messages are for people, and every condition
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import PlanStats
 
-from . import names
-from .pods import PodInfo
-from .resource import (
+from ..resource import (
     AssignmentStatus,
     AutoscalingStatus,
     Condition,
@@ -28,6 +26,9 @@ from .resource import (
     ProbingStatus,
     StreamsAppStatus,
 )
+from . import names
+from .observed import PodMetrics, ScrapeResult
+from .pods import PodInfo, leaving_since
 
 
 @dataclass(frozen=True)
@@ -213,3 +214,25 @@ def _probing(plan: PlanOutcome | None) -> ProbingStatus | None:
     if plan is None or plan.stable or plan.next_probe is None:
         return None
     return ProbingStatus(next_probe_time=plan.next_probe, reason=plan.probe_reason)
+
+
+def active_lag(published: Publication, results: Mapping[str, ScrapeResult]) -> tuple[int, int]:
+    """The sum and the largest of the active tasks' lags, as their owners report them."""
+    lags: list[int] = []
+    for pod, roles in published.assignment.items():
+        result = results.get(pod)
+        if isinstance(result, PodMetrics):
+            lags.extend(result.lags.get(task, 0) for task in roles.active)
+    return sum(lags), max(lags, default=0)
+
+
+def leaving_pods(pods: Sequence[PodInfo], timeout: float | None) -> list[Leaving]:
+    """status.leaving: every leaving pod not yet being deleted, with its deadline if there is a timeout."""
+    out = []
+    for pod in pods:
+        since = leaving_since(pod) if pod.is_leaving else None
+        if since is None or pod.deleting:
+            continue
+        deadline = since + timedelta(seconds=timeout) if timeout is not None else None
+        out.append(Leaving(pod.name, since, deadline))
+    return out

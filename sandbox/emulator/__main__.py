@@ -1,4 +1,4 @@
-"""`python -m smoothscale.operator.emulator`: serve the emulator until SIGTERM or SIGINT.
+"""`python -m smoothscale.sandbox.emulator`: serve the emulator until SIGTERM or SIGINT.
 
 Watch streams never end on their own, so after the stop signal the process closes them, gives the HTTP server
 a moment, and then exits hard whatever is still running (NOTES.md: a standalone emulator otherwise hangs).
@@ -23,7 +23,7 @@ _STOP_GRACE_SECONDS = 3.0
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m smoothscale.operator.emulator", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m smoothscale.sandbox.emulator", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, a free port)")
     parser.add_argument("--kubeconfig", help="write a kubeconfig for the emulator to this path")

@@ -8,7 +8,7 @@ Start one and get a kubeconfig::
     with EmulatorThread() as running:                # from synchronous code (kubernetes client, KopfRunner)
         ...
 
-or from a shell: `python -m smoothscale.operator.emulator --port 8001 --kubeconfig /tmp/kubeconfig`.
+or from a shell: `python -m smoothscale.sandbox.emulator --port 8001 --kubeconfig /tmp/kubeconfig`.
 """
 
 from .api import ExtendedEmulator

@@ -9,7 +9,8 @@ the planner's follow-up delay (`probingInterval`, or sooner for a scale-down dea
 stable.
 
 It never plans on missing data: when a pod that holds tasks in the published generation cannot be scraped,
-planning is held (its tasks are neither promoted elsewhere nor moved), while hand-overs already decided go on.
+planning is held (its tasks are neither promoted elsewhere nor moved), while hand-overs already decided go on
+(`planning.decide_planning` puts these together for one round).
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.handover import Publication, is_settled
 from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, Plan
 
 from .snapshot import ClientObservation
 
-Fingerprint = tuple[tuple[str, str, str | None], ...]
+Fingerprint = tuple[tuple[str, str, str | None, str], ...]
 
 
 class PlanTrigger(StrEnum):
@@ -57,10 +58,11 @@ class PlanMemory:
 
 
 def fingerprint(clients: Sequence[ClientObservation]) -> Fingerprint:
-    """The facts about the pods that change a plan: which pods, their zones, their leaving marks."""
+    """The facts about the pods that change a plan: which pods (a pod recreated under its name is another
+    one: its uid differs), their zones, their leaving marks."""
     return tuple(
         sorted(
-            (c.pod, c.zone, c.leaving_since.isoformat() if c.leaving_since is not None else None)
+            (c.pod, c.zone, c.leaving_since.isoformat() if c.leaving_since is not None else None, c.uid)
             for c in clients
         )
     )
@@ -100,8 +102,11 @@ def plan_trigger(
     current: Fingerprint,
     moves_ready: bool,
     now: datetime,
+    *,
+    probing: bool = True,
 ) -> PlanTrigger | None:
-    """Why to plan now, or None to keep the last plan."""
+    """Why to plan now, or None to keep the last plan. `probing=False` ignores the follow-up probe (only the
+    simulator's eager baseline, which stops the world instead, plans without it)."""
     if memory is None:
         return PlanTrigger.FIRST
     if memory.spec_generation != spec_generation:
@@ -111,9 +116,15 @@ def plan_trigger(
     if moves_ready:
         return PlanTrigger.CAUGHT_UP
     probe = memory.next_probe
-    if probe is not None and probe <= now:
+    if probing and probe is not None and probe <= now:
         return PlanTrigger.PROBING_INTERVAL
     return None
+
+
+def settled(memory: PlanMemory | None, published: Publication) -> bool:
+    """The last plan is stable and published as planned, with no hand-over in flight: the app is at rest (a
+    rolling restart may take its next pod; status says Converged)."""
+    return memory is not None and memory.plan.stable and is_settled(published, memory.desired)
 
 
 def holders(published: Publication) -> set[str]:
@@ -136,35 +147,3 @@ def first_plan_waits(
     seconds): pods that start together then share the tasks from the first generation on, instead of the
     first one taking everything and handing most of it over again moments later."""
     return published.generation == 0 and bool(set(staying) - set(reported)) and waited < grace
-
-
-def barrier_after_loss(
-    published: Publication, status_generation: int, acked: Mapping[str, int]
-) -> int | None:
-    """The generation of an empty "barrier" publication to write first, when the ConfigMap was lost: None
-    unless nothing is published while the app's status or a pod shows that something was.
-
-    Pods ignore generations older than the one they run, and report the newest they applied: starting again
-    at generation 1 would let a pod running generation 7 look as if it had stopped tasks it never heard of.
-    So the operator continues above every generation seen, with an assignment that starts nothing.
-    """
-    if published.generation > 0:
-        return None
-    seen = max([status_generation, *acked.values()], default=0)
-    return seen + 1 if seen > 0 else None
-
-
-def barrier_pending(published: Publication, acked: Mapping[str, int], alive: Collection[str]) -> bool:
-    """A published generation that assigns no active task is a barrier: no task may start anywhere until
-    every live pod has applied it (after a lost ConfigMap, a pod may still run anything)."""
-    if published.generation == 0 or any(roles.active for roles in published.assignment.values()):
-        return False
-    return any(acked.get(pod, -1) < published.generation for pod in alive)
-
-
-def desired_reachable(desired: Mapping[str, ClientAssignment], alive: Collection[str]) -> bool:
-    """A plan may only be published while every pod it gives tasks to still exists."""
-    alive = set(alive)
-    return all(
-        pod in alive for pod, roles in desired.items() if roles.active or roles.standby or roles.warmup
-    )

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.assignor.simulation.state import ACTIVE, NONE, Cluster, Pod
+from smoothscale.simulation.state import ACTIVE, NONE, Cluster, Pod
 
 
 class ResultModel(BaseModel):

@@ -21,13 +21,13 @@ import numpy as np
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment, Task
 from smoothscale.assignor.planner import plan as make_plan
-from smoothscale.assignor.simulation import invariants
-from smoothscale.assignor.simulation.events import FollowUp, Script
-from smoothscale.assignor.simulation.metrics import Recorder, SimulationResult
-from smoothscale.assignor.simulation.operator_loop import Operator, PodReport
-from smoothscale.assignor.simulation.scenario import Event, OperatorRestart, Scenario
-from smoothscale.assignor.simulation.state import ACTIVE, STANDBY, Cluster, Pod, Tasks
-from smoothscale.assignor.simulation.strategies import make_strategy
+from smoothscale.simulation import invariants
+from smoothscale.simulation.events import FollowUp, Script
+from smoothscale.simulation.metrics import Recorder, SimulationResult
+from smoothscale.simulation.operator_loop import Operator, PodReport
+from smoothscale.simulation.scenario import Event, OperatorRestart, Scenario
+from smoothscale.simulation.state import ACTIVE, STANDBY, Cluster, Pod, Tasks
+from smoothscale.simulation.strategies import make_strategy
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 """Wall-clock instant of simulated time 0, for the planner's timestamps."""
@@ -87,9 +87,6 @@ class _Observed:
     def lags(self, pod: str) -> dict[str, int]:
         return self.cluster.reported_lags(self.cluster.pods[self.cluster.by_name[pod]])
 
-    def lag(self, pod: str, task: str) -> int | None:
-        return self.cluster.reported_lag(pod, task)
-
 
 def build_tasks(scenario: Scenario, rng: random.Random) -> Tasks:
     """Tasks `<subtopology>_<partition>`, with seeded changelog sizes and input replica zones."""
@@ -145,6 +142,7 @@ class Simulation:
             scenario.planner,
             self.cluster.tasks.models,
             EPOCH,
+            scenario.app,
         )
         config = self.operator.config
         self.recorder = Recorder(self.cluster, config.acceptable_recovery_lag, config.max_warmup_replicas)
@@ -215,7 +213,7 @@ class Simulation:
             copies.role == ACTIVE, 0.0, np.where(copies.role == STANDBY, standby_lag, copies.lag)
         )
         cluster.changed()
-        self.operator.adopt(plan, publication, pods)
+        self.operator.adopt(plan, publication, self.view, pods)
         self._initial_owners = publication.active_owner()
         self.recorder.sample(0.0)
 

@@ -5,11 +5,11 @@ processing rates, volumes, zones) to measure what scaling costs: downtime, time 
 physical lower bound, restore and cross-zone traffic, generations, skew. Pure: no Kubernetes, no files.
 """
 
-from smoothscale.assignor.simulation.engine import simulate
-from smoothscale.assignor.simulation.invariants import InvariantViolation
-from smoothscale.assignor.simulation.metrics import EventOutcome, SimulationResult
-from smoothscale.assignor.simulation.scenario import Scenario, ScenarioError, parse_scenario
-from smoothscale.assignor.simulation.strategies import STRATEGY_NAMES
+from smoothscale.simulation.engine import simulate
+from smoothscale.simulation.invariants import InvariantViolation
+from smoothscale.simulation.metrics import EventOutcome, SimulationResult
+from smoothscale.simulation.scenario import Scenario, ScenarioError, parse_scenario
+from smoothscale.simulation.strategies import STRATEGY_NAMES
 
 __all__ = [
     "STRATEGY_NAMES",

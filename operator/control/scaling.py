@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from ..resource import UpdateStrategy
 from . import names
 from .names import LeavingReason
 from .pods import PodInfo, format_time, leaving_since
-from .resource import UpdateStrategy
 
 
 class RetireReason(StrEnum):

@@ -28,7 +28,7 @@ from typing import Final
 
 from smoothscale.assignor.handover import Publication
 
-from .scrape import PodMetrics, ScrapeResult
+from .observed import PodMetrics, ScrapeResult
 
 TIME_CONSTANT_SECONDS: Final = 60.0
 

@@ -84,7 +84,8 @@ class OperatorSpec(ScenarioModel):
         1, gt=0, description="how often the operator polls pods it waits on during a hand-over"
     )
     replan_min_interval_seconds: Seconds | None = Field(
-        None, description="smoothscale's debounce between catch-up re-plans; null = the strategy's default"
+        None,
+        description="a debounce between smoothscale's catch-up re-plans (the operator has none); null = none",
     )
 
 

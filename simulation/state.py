@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from smoothscale.assignor.models import ClientAssignment, Task
-from smoothscale.assignor.simulation.scenario import PodSpec
+from smoothscale.simulation.scenario import PodSpec
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -319,7 +319,3 @@ class Cluster:
         rows = self.copies.by_pod.get(self.index(pod), {})
         ids, stateful, lag = self.tasks.ids, self.tasks.stateful, self.copies.lag
         return {ids[t]: math.ceil(lag[r]) for t, r in rows.items() if stateful[t]}
-
-    def reported_lag(self, pod: str, task: str) -> int | None:
-        row = self.copies.row(self.task_index[task], self.by_name[pod])
-        return None if row is None else math.ceil(self.copies.lag[row])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smoothscale.assignor.simulation.scenario import (
+from smoothscale.simulation.scenario import (
     Drain,
     Event,
     HostSwap,
@@ -28,7 +28,7 @@ from smoothscale.assignor.simulation.scenario import (
     ScenarioError,
     ZoneOutage,
 )
-from smoothscale.assignor.simulation.state import Cluster, Pod
+from smoothscale.simulation.state import Cluster, Pod
 
 
 @dataclass(frozen=True, slots=True)

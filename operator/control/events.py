@@ -13,8 +13,8 @@ from enum import StrEnum
 
 from smoothscale.assignor.handover import Publication
 
+from .observed import ScrapeFailure
 from .scaling import PodSetPlan, RetireReason
-from .scrape import ScrapeFailure
 
 _LISTED = 8  # items named in one message; the rest are counted
 

@@ -1,0 +1,88 @@
+"""Whether to plan this round: the probing trigger, held while a holder's metrics are missing, skipped while
+no pod stays or while the first plan waits for pods that start together. One function, called by the
+operator's reconciler and by the simulator alike, so that a figure the simulator prints is a figure of the
+operator's own decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import CatchUpTrigger
+
+from .probing import (
+    PlanMemory,
+    PlanTrigger,
+    caught_up_moves,
+    fingerprint,
+    first_plan_waits,
+    missing_holders,
+    plan_trigger,
+)
+from .snapshot import ClientObservation
+
+
+@dataclass(frozen=True)
+class PlanningInput:
+    memory: PlanMemory | None
+    """The last plan (None at start-up and after the operator restarted)."""
+    spec_generation: int
+    clients: Sequence[ClientObservation]
+    """The pods taking part in planning, as `snapshot.observed_clients` gives them."""
+    published: Publication
+    reported: Collection[str]
+    """Pods whose metrics arrived this round."""
+    staying: Collection[str]
+    """Pods that are not leaving, being deleted or stopped."""
+    acceptable_recovery_lag: int
+    catch_up_trigger: CatchUpTrigger
+    now: datetime
+    waited: float
+    """Seconds since the operator started looking after the app (the first plan's grace counts from it)."""
+    startup_grace: float
+    probing: bool = True
+    """Plan again when the last plan's follow-up probe is due."""
+    catch_up: bool = True
+    """Plan again as soon as a copy the last plan waits for has caught up."""
+
+
+@dataclass(frozen=True)
+class PlanningDecision:
+    due: PlanTrigger | None = None
+    """Why a plan is due (None: the last plan stands)."""
+    plan: bool = False
+    """Plan now: `due` is set and nothing holds it."""
+    held_for: tuple[str, ...] = ()
+    """Pods holding published tasks that reported no metrics: planning is held until they do or are gone."""
+
+
+def decide_planning(given: PlanningInput) -> PlanningDecision:
+    memory = given.memory
+    ready = (
+        given.catch_up
+        and memory is not None
+        and bool(
+            caught_up_moves(
+                memory.plan,
+                {c.pod: c.lags for c in given.clients},
+                given.acceptable_recovery_lag,
+                given.catch_up_trigger,
+            )
+        )
+    )
+    due = plan_trigger(
+        memory, given.spec_generation, fingerprint(given.clients), ready, given.now, probing=given.probing
+    )
+    if due is None:
+        return PlanningDecision()
+    missing = missing_holders(given.published, [c.pod for c in given.clients], given.reported)
+    if missing:
+        return PlanningDecision(due, held_for=tuple(missing))
+    if not any(c.leaving_since is None for c in given.clients):
+        return PlanningDecision(due)  # no pod that stays is scheduled yet: there is nowhere to put tasks
+    if first_plan_waits(given.published, given.staying, given.reported, given.waited, given.startup_grace):
+        return PlanningDecision(due)
+    return PlanningDecision(due, plan=True)

@@ -1,0 +1,244 @@
+"""The operator in the simulation: an adapter from simulated observations to the operator's control core.
+
+Every decision is the real operator's (`smoothscale.operator.control`): which leaving pods to retire
+(`scaling.plan_pod_set`), whether to plan (`planning.decide_planning`: the probing trigger, caught-up
+copies, the follow-up probe), the planner's input (`snapshot.planner_input`: a task still being revoked
+counts as its old owner's active) and what to publish next (`publishing.next_generation`, the two-phase
+hand-over). This module only turns what the simulated cluster shows into the core's inputs and remembers
+what a real operator would: its last plan and the publication. A restart (the drafts' leader crash)
+forgets the plan but keeps the publication, which lives in the assignment ConfigMap.
+
+What differs between the strategies the simulator compares is theirs alone (`strategies`): the baselines
+(`eager`, `kip441`) switch off the core's catch-up trigger, `eager` its probe too and gates what it publishes;
+`smoothscale` is the operator as it runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final, Protocol
+
+from smoothscale.assignor.handover import EMPTY, Publication, is_settled
+from smoothscale.assignor.models import ClientAssignment, Plan, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.operator.control.names import ordinal_of
+from smoothscale.operator.control.planning import PlanningInput, decide_planning
+from smoothscale.operator.control.pods import PodInfo
+from smoothscale.operator.control.probing import PlanMemory, fingerprint, holders
+from smoothscale.operator.control.publishing import next_generation
+from smoothscale.operator.control.scaling import PodSetInput, plan_pod_set
+from smoothscale.operator.control.snapshot import ClientObservation, planner_input
+from smoothscale.operator.resource import UpdateStrategy
+from smoothscale.simulation.strategies import Strategy
+
+REVISION: Final = "simulated"
+"""Every simulated pod runs the same template: the pod set never swaps or restarts on its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodReport:
+    """One running pod as the operator sees it."""
+
+    name: str
+    zone: str
+    capacity: int
+    leaving_since: float | None  # simulation seconds
+    acked: int  # the generation the pod reports as fully applied
+    incarnation: int  # bumped by every crash: the pod object the operator sees is a new one (its uid)
+
+
+class View(Protocol):
+    """What the operator can observe of the cluster at one instant."""
+
+    def running_pods(self) -> list[PodReport]: ...
+
+    def lags(self, pod: str) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WakeResult:
+    publication: Publication | None = None
+    retire: tuple[str, ...] = ()
+    plan_reason: str | None = None  # set when this wake re-planned (a `PlanTrigger`)
+
+
+class Operator:
+    def __init__(
+        self, strategy: Strategy, config: PlannerConfig, tasks: list[Task], epoch: datetime, app: str
+    ) -> None:
+        self.strategy = strategy
+        self.config = strategy.planner_config(config)
+        self.tasks = tasks
+        self.epoch = epoch
+        self.app = app
+        self.published: Publication = EMPTY
+        self.plans = 0
+        self._memory: PlanMemory | None = None
+        self._desired: dict[str, ClientAssignment] = {}
+        self._memory_version = 0
+        self._idle_on: tuple[object, ...] | None = None  # inputs for which the hand-over had nothing to do
+        self._settled_on: tuple[int, int] | None = None  # (memory version, generation) of `_settled`
+        self._settled = False
+
+    def restart(self) -> None:
+        self._remember(None, {})
+
+    def _remember(self, memory: PlanMemory | None, desired: dict[str, ClientAssignment]) -> None:
+        self._memory, self._desired = memory, desired
+        self._memory_version += 1
+
+    def _instant(self, seconds: float) -> datetime:
+        return self.epoch + timedelta(seconds=seconds)
+
+    # -- observations, in the core's terms --------------------------------------------------------------
+
+    def clients(self, view: View, pods: list[PodReport], *, lags: bool = True) -> list[ClientObservation]:
+        return [
+            ClientObservation(
+                pod=p.name,
+                zone=p.zone,
+                leaving_since=None if p.leaving_since is None else self._instant(p.leaving_since),
+                lags=view.lags(p.name) if lags else {},
+                capacity=p.capacity,
+                uid=f"{p.name}/{p.incarnation}",
+            )
+            for p in pods
+        ]
+
+    def pod_infos(self, pods: list[PodReport]) -> list[PodInfo]:
+        """The pods as the operator's pod-set decisions read them: one template, running, ready, on a node
+        of their zone; a leaving pod carries its mark's time (to the microsecond: the simulated clock's)."""
+        return [
+            PodInfo(
+                name=p.name,
+                uid=f"{p.name}/{p.incarnation}",
+                app=self.app,
+                ordinal=ordinal_of(self.app, p.name),
+                revision=REVISION,
+                leaving=None if p.leaving_since is None else self._instant(p.leaving_since).isoformat(),
+                leaving_reason=None,
+                node=p.zone,
+                ip=None,
+                metrics_port=None,
+                phase="Running",
+                ready=True,
+                deleting=False,
+            )
+            for p in pods
+        ]
+
+    def snapshot(self, now: float, view: View, pods: list[PodReport]) -> Snapshot:
+        """The planner's input (Contract 1), built by the core from what the operator observes."""
+        return planner_input(
+            self._instant(now), self.config, self.tasks, self.clients(view, pods), self.published
+        )
+
+    # -- one pass of the loop -------------------------------------------------------------------------
+
+    def wake(self, now: float, view: View, *, scrape: bool) -> WakeResult:
+        """A scrape observes everything and may re-plan; a poll between scrapes only moves a hand-over on
+        (the operator polls the pods it waits on)."""
+        pods = view.running_pods()
+        retire: tuple[str, ...] = ()
+        reason = None
+        if scrape:
+            retire = self._retirements(now, pods)
+            reason = self._maybe_plan(now, view, [p for p in pods if p.name not in retire])
+        publication = None
+        acked = {p.name: p.acked for p in pods}  # a pod retired now may be processing until it is gone
+        inputs = (self._memory_version, self.published.generation, tuple(sorted(acked.items())))
+        if self._memory is not None and inputs != self._idle_on:
+            alive = set(acked)
+            aim = self.strategy.gate(self._desired, self.published, acked, alive)
+            publication = next_generation(self.published, aim, acked, alive, self.published.generation)
+            if publication is None:
+                self._idle_on = inputs  # the same inputs give the same answer: skip them next time
+            else:
+                self.published = publication
+        return WakeResult(publication=publication, retire=retire, plan_reason=reason)
+
+    def _retirements(self, now: float, pods: list[PodReport]) -> tuple[str, ...]:
+        """The operator's pod-set decision, with `replicas` the pods that stay: it retires a leaving pod once
+        the publication leaves it nothing (no task, no hand-over waiting for it) or its timeout expired."""
+        if not any(p.leaving_since is not None for p in pods):
+            return ()
+        decided = plan_pod_set(
+            PodSetInput(
+                app=self.app,
+                replicas=sum(1 for p in pods if p.leaving_since is None),
+                revision=REVISION,
+                strategy=UpdateStrategy.SWAP,
+                max_surge=0,
+                scale_down_timeout=self.config.scale_down_timeout_seconds,
+                delete_claims=False,
+                pods=self.pod_infos(pods),
+                holding=holders(self.published),
+                settled=False,
+                now=self._instant(now),
+            )
+        )
+        return tuple(r.pod for r in decided.retire)
+
+    def _maybe_plan(self, now: float, view: View, pods: list[PodReport]) -> str | None:
+        clients = self.clients(view, pods)
+        memory = self._memory
+        decision = decide_planning(
+            PlanningInput(
+                memory=memory,
+                spec_generation=0,
+                clients=clients,
+                published=self.published,
+                reported=[p.name for p in pods],
+                staying=[p.name for p in pods if p.leaving_since is None],
+                acceptable_recovery_lag=self.config.acceptable_recovery_lag,
+                catch_up_trigger=self.config.catch_up_trigger,
+                now=self._instant(now),
+                waited=now,
+                startup_grace=0.0,
+                probing=self.strategy.probes,
+                catch_up=memory is None
+                or self.strategy.catches_up((self._instant(now) - memory.planned_at).total_seconds()),
+            )
+        )
+        if not decision.plan:
+            return None
+        snapshot = planner_input(self._instant(now), self.config, self.tasks, clients, self.published)
+        plan = make_plan(snapshot)
+        self.plans += 1
+        self._remember(
+            PlanMemory(0, fingerprint(clients), self._instant(now), plan), self.strategy.desired(plan)
+        )
+        return str(decision.due)
+
+    def adopt(self, plan: Plan, publication: Publication, view: View, pods: list[PodReport]) -> None:
+        """Start as if this plan had been made and published at time 0 (a cluster that is already running)."""
+        self.published = publication
+        clients = self.clients(view, pods, lags=False)
+        self._remember(PlanMemory(0, fingerprint(clients), self.epoch, plan), dict(publication.assignment))
+
+    # -- what the simulator measures ------------------------------------------------------------------
+
+    def _published_as_desired(self) -> bool:
+        """`is_settled` for the current plan and generation, computed once per pair (it is asked often)."""
+        key = (self._memory_version, self.published.generation)
+        if key != self._settled_on:
+            self._settled_on = key
+            self._settled = is_settled(self.published, self._desired)
+        return self._settled
+
+    def in_flight(self) -> bool:
+        """Whether the publication still has to catch up with the plan (worth polling before the scrape)."""
+        return self._memory is not None and not self._published_as_desired()
+
+    def at_rest(self, view: View) -> bool:
+        """The last plan completes the rebalance, is fully published and applied, and nobody is leaving."""
+        memory = self._memory
+        if memory is None or not self.strategy.is_final(memory.plan) or not self._published_as_desired():
+            return False
+        pods = view.running_pods()
+        if any(p.leaving_since is not None for p in pods):
+            return False
+        if fingerprint(self.clients(view, pods, lags=False)) != memory.fingerprint:
+            return False
+        return all(p.acked >= self.published.generation for p in pods)
