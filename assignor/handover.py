@@ -1,4 +1,5 @@
-"""The two-phase hand-over of active tasks between pods (DESIGN.md, Contract 3), as a pure state machine.
+"""The two-phase hand-over of active tasks between pods, as a pure state machine (Contract 3, see
+docs/architecture.md).
 
 A plan says where tasks should run; publishing it directly could tell a new owner to start a task that the
 old owner is still processing. So a moving active is handed over in two generations: the first revokes it

@@ -1,4 +1,4 @@
-"""The planner's public contract (DESIGN.md, Contract 1) as pydantic models.
+"""The planner's public contract (Contract 1, docs/architecture.md) as pydantic models.
 
 JSON field names are camelCase; Python attributes are snake_case. Every model forbids unknown fields so that
 a typo in a snapshot is reported instead of silently ignored.

@@ -1,4 +1,5 @@
-"""The client library for the pods of a StreamsApp (DESIGN.md, Contract 3), for apps written in Python.
+"""The client library for the pods of a StreamsApp, for apps written in Python (Contract 3, see
+docs/architecture.md).
 
     class Tasks(TaskListener):
         def on_assigned(self, task): ...      # start processing

@@ -1,13 +1,12 @@
 """Applying published generations to one pod, in order, through the app's callbacks.
 
-The contract with the operator (DESIGN.md, Contract 3): a pod stops processing a task as soon as a generation
-revokes it, and only then reports that generation. The applier therefore calls `on_revoked` first and
-acknowledges (calls `on_applied`, which sets `smoothscale_assignment_generation`) only once every callback of
-the generation has returned. A callback that raises leaves the generation unacknowledged; offering the same
-publication again resumes from the changes that did complete.
-
-A generation older than the applied one is refused with a log line: it can only come from a stale cache or a
-tampered ConfigMap, and following it could start a task that a newer generation gave to another pod.
+The contract with the operator (Contract 3, docs/architecture.md): a pod stops processing a task as soon as a
+generation revokes it, and only then reports that generation. The applier therefore calls `on_revoked` first
+and acknowledges (calls `on_applied`, which sets `smoothscale_assignment_generation`) only once every callback
+of the generation has returned. A callback that raises leaves the generation unacknowledged; offering the same
+publication again resumes from the changes that did complete. A generation older than the applied one is
+refused with a log line: it can only come from a stale cache or a tampered ConfigMap, and following it could
+start a task that a newer generation gave to another pod.
 """
 
 from __future__ import annotations

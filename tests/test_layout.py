@@ -1,4 +1,4 @@
-"""The repository layout must never shadow the standard library (DESIGN.md's `operator/` trap)."""
+"""The repository layout must never shadow the standard library (`operator/` is one of its folders)."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""The `StreamsApp` resource (DESIGN.md, Contract 2): its models, their validation, and their planner config.
+"""The `StreamsApp` resource (Contract 2, docs/architecture.md): models, validation, planner config.
 
 Import from here; the submodules each hold one concern (`spec`, `status`, `app`, `validation`, `planner`,
 `openapi`, `names`, `fields`).

@@ -1,4 +1,4 @@
-"""From a `StreamsApp` spec to what the planner takes (DESIGN.md, Contract 1).
+"""From a `StreamsApp` spec to what the planner takes (Contract 1, docs/architecture.md).
 
 The spec speaks Kubernetes (duration strings, settings grouped by concern); the planner speaks seconds and a
 flat config. This is the one place that translates, so that a new planner setting needs one new line here

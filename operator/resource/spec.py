@@ -1,4 +1,4 @@
-"""The desired state of a `StreamsApp` (DESIGN.md, Contract 2): what people write in a manifest.
+"""The desired state of a `StreamsApp` (Contract 2, docs/architecture.md): what people write in a manifest.
 
 Class docstrings and field descriptions become the CRD's descriptions, so they are written for the person
 running `kubectl explain streamsapp.spec`. Defaults of the assignment section equal the planner's

@@ -1,4 +1,4 @@
-"""The observed state of a `StreamsApp` (DESIGN.md, Contract 2): what the operator reports.
+"""The observed state of a `StreamsApp` (Contract 2, docs/architecture.md): what the operator reports.
 
 People read it with `kubectl get/describe`, dashboards and alerts read the conditions, and autoscalers read
 `replicas`, `selector` and `autoscaling`. Free-text fields (`phase`, condition `type`) are plain strings in

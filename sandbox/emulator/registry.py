@@ -26,7 +26,7 @@ KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="kopfpeeri
 
 
 def register_streamsapp(emulator: ExtendedEmulator) -> None:
-    """DESIGN.md's contract 2: namespaced, short name `sapp`, status and scale subresources."""
+    """The StreamsApp kind (Contract 2): namespaced, short name `sapp`, status and scale subresources."""
     emulator.resources[STREAMSAPPS] = kmock.ResourceInfo(
         kind="StreamsApp",
         singular="streamsapp",

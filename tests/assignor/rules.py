@@ -1,4 +1,4 @@
-"""An oracle for the planner's rules (DESIGN.md, Contract 1) and a small simulator for multi-step scenarios.
+"""An oracle for the planner's rules (Contract 1, docs/architecture.md) and a small multi-step simulator.
 
 The oracle is written from the contract, not from the planner: `check_plan` re-derives every rule from the
 snapshot alone (ranks, candidates, expiry, quotas) and returns one readable message per violation, so that a
