@@ -56,7 +56,7 @@ from .podspec import (
     state_volume,
 )
 from .records import RecordWriter
-from .scheduling import choose_zone, node_name
+from .scheduling import choose_zone, node_body, node_name
 
 log = logging.getLogger(__name__)
 
@@ -382,9 +382,8 @@ class Kubelet:
 
     def _create_node(self, zone: str) -> None:
         name = node_name(zone)
-        labels = {contract.ZONE_LABEL: zone, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
-        metadata = kubernetes.client.V1ObjectMeta(name=name, labels=labels)
         try:
+            metadata = kubernetes.client.V1ObjectMeta(**node_body(zone)["metadata"])
             self._core.create_node(kubernetes.client.V1Node(metadata=metadata))
         except kubernetes.client.ApiException as error:
             if error.status != 409:

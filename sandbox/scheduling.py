@@ -1,4 +1,7 @@
-"""Where the kubelet stand-in binds a pod: one node per zone, and a zone the pod accepts.
+"""Where the kubelet stand-ins bind a pod: one node per zone, and a zone the pod accepts.
+
+Both stand-ins (the sandbox's `kubelet.py`, which runs worker processes, and the process-less
+`emulator/fakekubelet.py` of the integration tests) create these nodes and bind with `choose_zone`.
 
 A pod may require zones with a `nodeSelector` on the zone label or a required node affinity on it (`In`,
 `NotIn`, `Exists`, `DoesNotExist`); among the zones it accepts, it goes to the one with the fewest pods (the
@@ -16,6 +19,13 @@ from smoothscale.client.contract import ZONE_LABEL
 def node_name(zone: str) -> str:
     """The sandbox's node in `zone`."""
     return f"sandbox-{zone}"
+
+
+def node_body(zone: str) -> dict[str, Any]:
+    """The Node object of `zone`, labelled as a real node in that zone would be."""
+    name = node_name(zone)
+    labels = {ZONE_LABEL: zone, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
 
 
 def accepted_zones(pod_spec: Mapping[str, Any], zones: Sequence[str]) -> list[str]:

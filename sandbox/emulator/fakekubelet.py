@@ -4,8 +4,9 @@ The sandbox's kubelet (`smoothscale.sandbox`) runs a real worker process per pod
 the operator's integration tests and its benchmark can have a thousand pods on a laptop. In a thread of its
 own, it plays what a cluster does around the operator, through the API like a kubelet:
 
-- it creates one node per zone, binds every pod the operator creates to one (round robin by ordinal), gives
-  it an IP (127.0.0.1) and, because all pods share that IP, the metrics port annotation
+- it creates one node per zone and binds every pod the operator creates to the least loaded zone the pod
+  accepts (the sandbox kubelet's scheduling, `smoothscale.sandbox.scheduling`), gives it an IP
+  (127.0.0.1) and, because all pods share that IP, the metrics port annotation
   (`smoothscale.io/metrics-port`: one loopback port per pod), then reports it Running and Ready;
 - it serves each pod's Contract 3 metrics from memory, with the processing rate in `process_rates` of each
   task the pod runs active;
@@ -32,6 +33,7 @@ from aiohttp import web
 from smoothscale.assignor.handover import Publication, decode_publication
 from smoothscale.client import contract
 from smoothscale.operator.control import names
+from smoothscale.sandbox.scheduling import choose_zone, node_body, node_name
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 _MANAGED = f"{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
@@ -54,6 +56,8 @@ class FakePod:
     """ok, down (HTTP 503) or garbage (not a Prometheus exposition)."""
     hold: bool = False
     """Stop applying new generations, like a pod stuck in a long commit."""
+    zone: str | None = None
+    """The zone of the node it is bound to (None: it accepts no zone and stays unbound)."""
     caught_up: dict[str, float] = field(default_factory=dict)
     """task -> the time its metrics first showed it within `catch_up_lag`, while a warmup or standby."""
 
@@ -152,14 +156,8 @@ class FakeKubelet:
 
     async def _main(self) -> None:
         async with aiohttp.ClientSession(base_url=self.url) as api:
-            for index, zone in enumerate(ZONES):
-                labels = {contract.ZONE_LABEL: zone}
-                node = {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": f"node-{index}", "labels": labels},
-                }
-                await api.post("/api/v1/nodes", json=node)
+            for zone in ZONES:
+                await api.post("/api/v1/nodes", json=node_body(zone))
             last = time.monotonic()
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -210,13 +208,20 @@ class FakeKubelet:
         await pod.runner.setup()
         await web.TCPSite(pod.runner, "127.0.0.1", 0).start()
         pod.port = int(pod.runner.addresses[0][1])
-        ordinal = int(name.rsplit("-", 1)[1])
-        patch = {
-            "metadata": {"annotations": {names.METRICS_PORT_ANNOTATION: str(pod.port)}},
-            "spec": {"nodeName": f"node-{ordinal % len(ZONES)}"},
-        }
+        zone = choose_zone(item.get("spec") or {}, ZONES, self._zone_load())
+        patch: dict[str, Any] = {"metadata": {"annotations": {names.METRICS_PORT_ANNOTATION: str(pod.port)}}}
+        if zone is not None:  # a pod that accepts no zone stays unbound, as with the sandbox's kubelet
+            patch["spec"] = {"nodeName": node_name(zone)}
+            pod.zone = zone
         await api.patch(f"/api/v1/namespaces/{self.namespace}/pods/{name}", json=patch, headers=_MERGE)
         self.pods[name] = pod
+
+    def _zone_load(self) -> dict[str, int]:
+        load = dict.fromkeys(ZONES, 0)
+        for pod in self.pods.values():
+            if pod.zone is not None:
+                load[pod.zone] += 1
+        return load
 
     async def _report_status(self, api: aiohttp.ClientSession, item: dict[str, Any], ready: bool) -> None:
         status = item.get("status") or {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -153,7 +152,7 @@ def test_an_unreadable_assignment_is_never_published_over(
 def test_a_deleted_assignment_is_rebuilt_behind_a_barrier(
     kube: Kubectl, fake: FakeKubelet, run_operator, operator_config: OperatorConfig
 ) -> None:
-    with run_operator(dataclasses.replace(operator_config, assignment_recheck=0.5)):
+    with run_operator(operator_config.model_copy(update={"assignment_recheck": 0.5})):
         kube.apply(streamsapp(replicas=3, partitions=6))
         before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
         wait_for(lambda: kube.status().get("assignment", {}).get("generation") == before.generation)

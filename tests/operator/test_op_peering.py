@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,8 +40,8 @@ def test_only_the_replica_with_the_highest_priority_acts(
     kube: Kubectl, fake: FakeKubelet, operator_config: OperatorConfig, tmp_path: Path
 ) -> None:
     low_journal, high_journal = tmp_path / "low.jsonl", tmp_path / "high.jsonl"
-    low = dataclasses.replace(operator_config, standalone=False, journal_file=low_journal)
-    high = dataclasses.replace(operator_config, standalone=False, journal_file=high_journal)
+    low = operator_config.model_copy(update={"standalone": False, "journal_file": low_journal})
+    high = operator_config.model_copy(update={"standalone": False, "journal_file": high_journal})
     with _replica(low, priority=10):
         with _replica(high, priority=20):
             wait_for(lambda: len(_peers(kube)) == 2, what="both replicas in the peering object")
