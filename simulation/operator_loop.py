@@ -15,6 +15,7 @@ What differs between the strategies the simulator compares is theirs alone (`str
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Protocol
@@ -54,6 +55,29 @@ class View(Protocol):
     def running_pods(self) -> list[PodReport]: ...
 
     def lags(self, pod: str) -> dict[str, int]: ...
+
+
+class _Lags(Mapping[str, int]):
+    """A pod's reported lags, read from the view only when a decision looks at them: most scrapes decide
+    from the plan alone (nothing is waiting to catch up), and reading every pod's lags is most of a scrape."""
+
+    def __init__(self, view: View, pod: str) -> None:
+        self._view, self._pod = view, pod
+        self._lags: dict[str, int] | None = None
+
+    def _read(self) -> dict[str, int]:
+        if self._lags is None:
+            self._lags = self._view.lags(self._pod)
+        return self._lags
+
+    def __getitem__(self, task: str) -> int:
+        return self._read()[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +123,7 @@ class Operator:
                 pod=p.name,
                 zone=p.zone,
                 leaving_since=None if p.leaving_since is None else self._instant(p.leaving_since),
-                lags=view.lags(p.name) if lags else {},
+                lags=_Lags(view, p.name) if lags else {},
                 capacity=p.capacity,
                 uid=f"{p.name}/{p.incarnation}",
             )

@@ -87,11 +87,11 @@ def caught_up_moves(
     for pod, target in plan.target.items():
         now = plan.assignment.get(pod, ClientAssignment())
         reported = lags.get(pod, {})
-        waiting = [t for t in target.active if t not in now.active]
-        waiting += [t for t in target.standby if t not in now.standby and t not in now.active]
+        active, standby = set(now.active), set(now.standby)
+        waiting = [t for t in target.active if t not in active]
+        waiting += [t for t in target.standby if t not in standby and t not in active]
         done = [t for t in waiting if (lag := reported.get(t)) is not None and lag <= acceptable_lag]
-        warming = {*now.warmup, *now.standby}.intersection(waiting)
-        if trigger is CatchUpTrigger.EAGER or warming.issubset(done):
+        if trigger is CatchUpTrigger.EAGER or {*now.warmup, *standby}.intersection(waiting).issubset(done):
             ready += [(pod, t) for t in done]
     return sorted(ready)
 
