@@ -18,8 +18,6 @@ if HERE not in sys.path:
 
 from pipe_testkit import Incidents, write_incidents  # noqa: E402
 
-pytest.importorskip("pyspark")
-
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:

@@ -172,12 +172,13 @@ def example_spec(example: Json) -> Json:
     return spec
 
 
-# ---------------------------------------------------------------- with a JSON Schema validator, if installed
+# -------------------------------------------------------------- with a JSON Schema validator (the test extra)
 
 
 @pytest.fixture(scope="module")
 def validator_class() -> Any:
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema  # noqa: PLC0415 - the test extra has it; a missing one fails, never skips
+
     # OpenAPI 3.0 schemas are draft 4 in the parts Kubernetes uses (boolean exclusiveMinimum included).
     return jsonschema.Draft4Validator
 
