@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import jsonschema
 import pytest
 
 from smoothscale.operator.resource import (
@@ -177,8 +178,6 @@ def example_spec(example: Json) -> Json:
 
 @pytest.fixture(scope="module")
 def validator_class() -> Any:
-    import jsonschema  # noqa: PLC0415 - the test extra has it; a missing one fails, never skips
-
     # OpenAPI 3.0 schemas are draft 4 in the parts Kubernetes uses (boolean exclusiveMinimum included).
     return jsonschema.Draft4Validator
 
