@@ -128,8 +128,9 @@ class AssignmentSpec(SpecModel):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    # CEL's duration() is Go's parser, the grammar DURATION_PATTERN mirrors.
-                    "rule": "duration(self.probingInterval) >= duration('1s')",
+                    # CEL's duration() is Go's parser, the grammar DURATION_PATTERN mirrors. has(): the API
+                    # server also checks the section's default ({}) by this rule, without the inner defaults.
+                    "rule": "!has(self.probingInterval) || duration(self.probingInterval) >= duration('1s')",
                     "message": "probingInterval must be at least 1s",
                     "fieldPath": ".probingInterval",
                 }
@@ -181,8 +182,10 @@ class AssignmentSpec(SpecModel):
     )
 
 
+# has(): the API server also checks the section's default ({}) by this rule, without the inner defaults;
+# on an object both fields are always there (defaulted).
 _SWAP_NEEDS_SURGE = (
-    "self.updateStrategy != 'Swap' || "
+    "!has(self.updateStrategy) || !has(self.maxSurge) || self.updateStrategy != 'Swap' || "
     "(type(self.maxSurge) == int ? self.maxSurge > 0 : !self.maxSurge.matches('^0+%$'))"
 )
 
