@@ -3,7 +3,8 @@
 What it does, as a kubelet (and a scheduler, and a volume provisioner) would:
 
 - creates one Node per zone (`sandbox-<zone>`, label `topology.kubernetes.io/zone`) and binds each new pod
-  to the node of a zone it accepts (`scheduling.py`), adding its finalizer;
+  to the node of a zone it accepts (`scheduling.py`) through `pods/binding`, as a scheduler does, adding its
+  finalizer first;
 - starts `smoothscale worker` for each bound pod, on a loopback IP of the pod's own (`addresses.py`) and
   the app's metrics port, with the pod's environment and state volume (`podspec.py`); a claim maps to
   `<root>/claims/<namespace>/<claim>`, which outlives pods, an emptyDir to `<root>/pods/<uid>`, which
@@ -12,8 +13,9 @@ What it does, as a kubelet (and a scheduler, and a volume provisioner) would:
   through the status subresource;
 - restarts a crashed worker in the same pod (restartPolicy Always or OnFailure), or fails the pod (Never);
 - on deletion, stops the worker (SIGTERM, then SIGKILL after the grace period) and only then releases its
-  finalizer, so that the pod exists, terminating, for as long as its worker may still process, as with a
-  real kubelet's graceful deletion (the emulator itself deletes at once);
+  finalizer and deletes the pod with no grace period (as a kubelet ends a graceful deletion: a real API
+  server keeps a deleted pod bound to a node until then), so that the pod exists, terminating, for as long
+  as its worker may still process (the emulator itself deletes at once);
 - writes an `exited` record for every worker it has seen dead, so the record file bounds what it did.
 - for chaos tests, loses a whole zone (its workers killed, none started there, their volumes kept) until it
   is restored, and freezes a worker (SIGSTOP: its metrics hang and it processes nothing) until thawed.
@@ -421,11 +423,19 @@ class Kubelet:
                 self.zones,
             )
             return
+        # The finalizer first, so that no pod runs without it; then the binding, as a scheduler binds: a
+        # pod's spec.nodeName cannot be patched (the API server refuses to change a pod's spec).
         finalizers = [*(metadata.get("finalizers") or []), FINALIZER]
         self._core.patch_namespaced_pod(
-            metadata["name"],
-            metadata["namespace"],
-            {"metadata": {"finalizers": finalizers}, "spec": {"nodeName": node_name(zone)}},
+            metadata["name"], metadata["namespace"], {"metadata": {"finalizers": finalizers}}
+        )
+        binding = kubernetes.client.V1Binding(
+            metadata=kubernetes.client.V1ObjectMeta(name=metadata["name"]),
+            target=kubernetes.client.V1ObjectReference(api_version="v1", kind="Node", name=node_name(zone)),
+        )
+        # Not deserialized: the client's V1Binding model cannot read the Status the server answers with.
+        self._core.create_namespaced_pod_binding(
+            metadata["name"], metadata["namespace"], binding, _preload_content=False
         )
         self._binding[metadata["uid"]] = zone
         load[zone] += 1
@@ -571,12 +581,27 @@ class Kubelet:
             if worker.claim is None:
                 shutil.rmtree(worker.state_dir.parent, ignore_errors=True)
             self._release_finalizer(worker.namespace, worker.pod)
+            self._remove(worker)
             self._terminating.discard(worker.uid)
             log.info("stopped worker of %s/%s", worker.namespace, worker.pod)
 
         thread = threading.Thread(target=stop, name=f"stop-{worker.pod}", daemon=True)
         thread.start()
         self._stopping = [t for t in self._stopping if t.is_alive()] + [thread]
+
+    def _remove(self, worker: _Worker) -> None:
+        """End the graceful deletion, as a kubelet does once the pod's containers are gone: delete it again
+        with no grace period (the API server keeps a deleted pod that is bound to a node until then)."""
+        options = kubernetes.client.V1DeleteOptions(
+            grace_period_seconds=0, preconditions=kubernetes.client.V1Preconditions(uid=worker.uid)
+        )
+        try:
+            self._core.delete_namespaced_pod(worker.pod, worker.namespace, body=options)
+        except kubernetes.client.ApiException as error:
+            if error.status not in (404, 409):  # gone already, or a new pod of the same name
+                log.warning(
+                    "could not remove pod %s/%s: %s", worker.namespace, worker.pod, short_error(error)
+                )
 
     def _release_finalizer(self, namespace: str, name: str) -> None:
         """Remove the stand-in's finalizer from the pod as it is now (others' finalizers stay)."""

@@ -86,6 +86,10 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
         self.fallback["get /openapi/v3"] << self._serve_openapi_index
         self.fallback["get", re.compile(r"/openapi/v3/apis?/.+")] << self._serve_openapi_document
         self.fallback[kmock.method.DELETE][self._is_collection_request] << self._serve_delete_collection
+        (
+            self.fallback["post", re.compile(r"/api/v1/namespaces/[^/]+/pods/[^/]+/binding/?$")]
+            << self._serve_binding
+        )
 
     # -- public helpers ----------------------------------------------------------------------------------
 
@@ -323,6 +327,15 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
             resource, request.namespace, _object_body(request), dry_run=_dry_run(request)
         )
         return Response(status=201, payload=obj)
+
+    async def _serve_binding(self, request: kmock.Request) -> kmock.Payload:
+        """POST `pods/<name>/binding`: the scheduler's way to set a pod's node (a `Success` Status, 201)."""
+        node = (_object_body(request).get("target") or {}).get("name")
+        if not node or request.name is None:
+            raise errors.invalid("", "bindings", request.name, "target.name: Required value")
+        self._store.bind(request.namespace, request.name, str(node))
+        success = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        return Response(status=201, payload=success)
 
     async def _serve_update(self, request: kmock.Request) -> kmock.Payload:
         """PATCH of an object, its `/status` or its `/scale`, in any of the patch formats."""

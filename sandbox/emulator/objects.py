@@ -100,3 +100,37 @@ def without_resource_version(obj: Mapping[str, Any]) -> dict[str, Any]:
     metadata.pop("resourceVersion", None)
     result["metadata"] = metadata
     return result
+
+
+_POD_SPEC_MUTABLE = (
+    "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+    "`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+    "(allow it to be set to 1 if it was previously negative)"
+)
+
+
+def pod_spec_change_problem(name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """Why kube-apiserver refuses this change of a pod's spec (its message), or None if it allows it. A pod's
+    spec is fixed once created, but for images, deadlines and added tolerations; its node is set through
+    `pods/binding`, never by an update."""
+
+    def fixed_part(spec: Any, tolerations: Any) -> dict[str, Any]:
+        fixed = copy.deepcopy(dict(spec)) if isinstance(spec, Mapping) else {}
+        for key in ("containers", "initContainers"):
+            for container in fixed.get(key) or []:
+                if isinstance(container, dict):
+                    container.pop("image", None)
+        for key in ("activeDeadlineSeconds", "terminationGracePeriodSeconds"):
+            fixed.pop(key, None)
+        fixed["tolerations"] = tolerations
+        return fixed
+
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    old_tolerations = list(old_spec.get("tolerations") or [])
+    new_tolerations = list(new_spec.get("tolerations") or [])
+    kept = new_tolerations[: len(old_tolerations)] == old_tolerations
+    if fixed_part(old_spec, None) == fixed_part(new_spec, None if kept else new_tolerations):
+        return None
+    return f'Pod "{name}" is invalid: spec: Forbidden: pod updates may not change fields other than ' + (
+        _POD_SPEC_MUTABLE
+    )

@@ -26,6 +26,7 @@ from .objects import (
     metadata_of,
     new_uid,
     now_rfc3339,
+    pod_spec_change_problem,
     with_status_of,
     without_resource_version,
 )
@@ -37,6 +38,7 @@ ObjectKey = tuple[kmock.resource, str | None, str]
 Change = Callable[[dict[str, Any]], dict[str, Any]]
 
 NAMESPACES = kmock.resource(group="", version="v1", plural="namespaces")
+PODS = kmock.resource(group="", version="v1", plural="pods")
 
 
 class ObjectStore:
@@ -212,10 +214,41 @@ class ObjectStore:
           on `/status` everything but `.status` is ignored;
         - server-owned metadata never changes; `generation` grows when the desired state changes;
         - an unchanged object is not written (no new resourceVersion, no event), as in a real server;
-        - releasing the last finalizer of an object being deleted deletes it.
+        - releasing the last finalizer of an object being deleted deletes it;
+        - a pod's spec is fixed, but for what kube-apiserver lets change (`pod_spec_change_problem`).
         """
         info = self.info(resource)
         self._check_subresource(resource, info, subresource)
+        return self._update(resource, namespace, name, change, subresource=subresource, dry_run=dry_run)
+
+    def bind(self, namespace: str | None, name: str, node: str) -> None:
+        """`pods/binding`: put a pod on a node, once, as a scheduler does (its only way onto one)."""
+
+        def change(old: dict[str, Any]) -> dict[str, Any]:
+            current = (old.get("spec") or {}).get("nodeName")
+            if current:
+                raise errors.api_error(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on pods/binding "{name}": '
+                    f'pod {name} is already assigned to node "{current}"',
+                    {"name": name, "kind": "pods/binding"},
+                )
+            return {**old, "spec": {**(old.get("spec") or {}), "nodeName": node}}
+
+        self._update(PODS, namespace, name, change, subresource="binding")
+
+    def _update(
+        self,
+        resource: kmock.resource,
+        namespace: str | None,
+        name: str,
+        change: Change,
+        *,
+        subresource: str | None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        info = self.info(resource)
         namespace = self.scope(resource, namespace)
         old = self.get(resource, namespace, name)
         candidate = change(copy.deepcopy(old))
@@ -231,6 +264,10 @@ class ObjectStore:
         else:
             new = candidate
         new = keep_server_owned(old, new)
+        if resource == PODS and subresource is None:
+            problem = pod_spec_change_problem(name, old, new)
+            if problem is not None:
+                raise errors.invalid(resource.group, resource.plural, name, problem)
 
         old_metadata, new_metadata = metadata_of(old), metadata_of(new)
         if old_metadata.get("deletionTimestamp"):
