@@ -98,10 +98,10 @@ class ChaosRun:
     """`ChaosRun(sandbox, settings).run()` on a started sandbox: applies the demo app, then the events."""
 
     def __init__(self, sandbox: Sandbox, settings: ChaosSettings, log: Callable[[str], None] = print) -> None:
-        assert sandbox.kubelet is not None and sandbox.cluster is not None, "start the sandbox first"
+        assert sandbox.kubelet is not None, "start the sandbox first"
         self.sandbox = sandbox
         self.kubelet = sandbox.kubelet
-        self.faults = sandbox.cluster.emulator.faults
+        self.faults = sandbox.emulator.emulator.faults
         self.settings = settings
         self.report = ChaosReport()
         self._log = log

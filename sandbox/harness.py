@@ -1,8 +1,10 @@
-"""A whole cluster in one process tree: the emulated API server, the kubelet stand-in, the real operator.
+"""A whole cluster in one process tree: an API server, the kubelet stand-in, the real operator.
 
-The demo and the end-to-end tests both run on it. The API server is served from a thread of this process
-(so that a test can reach `emulator.faults`), the operator and every pod's worker are processes of their
-own, so that each can be killed, as in a cluster, and real HTTP connects them all.
+The demo and the end-to-end tests both run on it. The API server is the emulator, served from a thread of
+this process (so that a test can reach `emulator.faults`), or a real one already running (`ApiServer`: a
+`control_plane.ControlPlane`, or any cluster with an administrator's kubeconfig). The operator and every
+pod's worker are processes of their own, so that each can be killed, as in a cluster, and real HTTP
+connects them all.
 
 The operator is `smoothscale operator --standalone`, exactly as a single-replica Deployment runs it.
 """
@@ -16,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import kubernetes
 
@@ -32,11 +34,28 @@ from .records import read_records
 OPERATOR_COMMAND = (sys.executable, "-P", "-m", "smoothscale.cli", "operator", "--standalone")
 
 
+class ApiServer(Protocol):
+    """A running API server: its URL and an administrator's kubeconfig."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+
 class Sandbox:
     """`with Sandbox(root) as sandbox:` a running cluster; `sandbox.apply(app)` and watch it work.
 
-    Under `root`: `kubeconfig`, `records.jsonl` (the workers' record file), `journal.jsonl` (the operator's
-    event journal), `operator.log`, and the kubelet's `sandbox/` (volumes and worker logs).
+    Under `root`: `kubeconfig` (the emulator's), `records.jsonl` (the workers' record file),
+    `journal.jsonl` (the operator's event journal), `operator.log`, and the kubelet's `sandbox/` (volumes and
+    worker logs).
+
+    With `api_server`, the sandbox runs on that server instead of an emulator of its own, and leaves it
+    running; `namespace` then keeps the kubelet stand-in to one namespace and is where `apply` and the
+    readers go (so that sandboxes of several tests can share a server; the operator serves all namespaces,
+    as the chart deploys it), and `operator_kubeconfig` runs the operator with other credentials than the
+    administrator's (a ServiceAccount's, as in a cluster).
     """
 
     def __init__(
@@ -48,21 +67,25 @@ class Sandbox:
         scrape_interval: float = 1.0,
         first_address: str = "127.0.0.2",
         api_port: int = 0,
+        api_server: ApiServer | None = None,
+        namespace: str | None = None,
+        operator_kubeconfig: Path | None = None,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
-        self.kubeconfig = root / "kubeconfig"
+        self.namespace = namespace
+        self.kubeconfig = root / "kubeconfig" if api_server is None else api_server.kubeconfig
+        self.operator_kubeconfig = operator_kubeconfig or self.kubeconfig
         self.record_file = root / "records.jsonl"
         self.journal_file = root / "journal.jsonl"
         self.operator_log = root / "operator.log"
         self._worker_env = dict(worker_env or {})
         self._scrape_interval = scrape_interval
         self._first_address = first_address
-        self._emulator_thread = EmulatorThread(
-            build_emulator(bookmark_interval=1.0), port=api_port, kubeconfig=self.kubeconfig
-        )
+        self._api_server = api_server
+        self._api_port = api_port
         self._cleanup = contextlib.ExitStack()
-        self.cluster: RunningEmulator | None = None
+        self.cluster: ApiServer | None = None
         self.kubelet: Kubelet | None = None
         self.operator: subprocess.Popen[bytes] | None = None
         self.api: kubernetes.client.ApiClient | None = None
@@ -77,7 +100,13 @@ class Sandbox:
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         with self._cleanup as cleanup:
-            self.cluster = cleanup.enter_context(self._emulator_thread)
+            if self._api_server is None:
+                emulator = EmulatorThread(
+                    build_emulator(bookmark_interval=1.0), port=self._api_port, kubeconfig=self.kubeconfig
+                )
+                self.cluster = cleanup.enter_context(emulator)
+            else:
+                self.cluster = self._api_server
             self.api = cleanup.enter_context(
                 kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
             )
@@ -89,6 +118,7 @@ class Sandbox:
                     record_file=self.record_file,
                     worker_env=self._worker_env,
                     first_address=self._first_address,
+                    namespace=self.namespace,
                 )
             )
             cleanup.callback(self.stop_operator)
@@ -96,14 +126,22 @@ class Sandbox:
             self._cleanup = cleanup.pop_all()  # started: close() unwinds it
 
     def close(self) -> None:
-        """Stop the operator, then every worker (the kubelet), then the API server."""
+        """Stop the operator, then every worker (the kubelet), then the API server if this sandbox started it
+        (its own emulator)."""
         self._cleanup.close()
+
+    @property
+    def emulator(self) -> RunningEmulator:
+        """The sandbox's own emulator (for fault injection); an error on a real API server."""
+        if not isinstance(self.cluster, RunningEmulator):
+            raise TypeError("this sandbox runs on a real API server, not on its own emulator")
+        return self.cluster
 
     # -- the operator ---------------------------------------------------------------------------------------
 
     def start_operator(self) -> None:
         options = {
-            "--kubeconfig": self.kubeconfig,
+            "--kubeconfig": self.operator_kubeconfig,
             "--scrape-interval": self._scrape_interval,
             "--scrape-timeout": min(2.0, self._scrape_interval),
             "--debounce": 0.1,
@@ -143,33 +181,43 @@ class Sandbox:
     def custom(self) -> kubernetes.client.CustomObjectsApi:
         return kubernetes.client.CustomObjectsApi(self.api)
 
+    def _namespace(self, namespace: str | None) -> str:
+        """Where a call without a namespace goes: the sandbox's namespace, else `default`."""
+        return namespace or self.namespace or "default"
+
     def apply(self, app: Mapping[str, Any]) -> None:
-        namespace = app["metadata"].get("namespace", "default")
+        """Create the app: in the sandbox's namespace when it has one, else in the app's own."""
+        namespace = self.namespace or app["metadata"].get("namespace", "default")
+        body = {**app, "metadata": {**app["metadata"], "namespace": namespace}}
         self.custom.create_namespaced_custom_object(
-            contract.GROUP, contract.VERSION, namespace, contract.PLURAL, dict(app)
+            contract.GROUP, contract.VERSION, namespace, contract.PLURAL, body
         )
 
-    def patch_app(self, name: str, patch: Mapping[str, Any], namespace: str = "default") -> None:
+    def patch_app(self, name: str, patch: Mapping[str, Any], namespace: str | None = None) -> None:
+        namespace = self._namespace(namespace)
         self.custom.patch_namespaced_custom_object(
             contract.GROUP, contract.VERSION, namespace, contract.PLURAL, name, dict(patch)
         )
 
-    def app(self, name: str, namespace: str = "default") -> dict[str, Any]:
+    def app(self, name: str, namespace: str | None = None) -> dict[str, Any]:
+        namespace = self._namespace(namespace)
         return _json(
             self.custom.get_namespaced_custom_object(
                 contract.GROUP, contract.VERSION, namespace, contract.PLURAL, name, _preload_content=False
             )
         )
 
-    def pods(self, app: str, namespace: str = "default") -> list[dict[str, Any]]:
+    def pods(self, app: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """The app's pods as the API returns them (plain JSON)."""
+        namespace = self._namespace(namespace)
         response = self.core.list_namespaced_pod(
             namespace, label_selector=f"{contract.APP_LABEL}={app}", _preload_content=False
         )
         return list(_json(response)["items"])
 
-    def publication(self, app: str, namespace: str = "default") -> Publication | None:
+    def publication(self, app: str, namespace: str | None = None) -> Publication | None:
         """The generation the operator published last, or None before the first."""
+        namespace = self._namespace(namespace)
         try:
             response = self.core.read_namespaced_config_map(
                 contract.assignment_configmap(app), namespace, _preload_content=False
@@ -180,8 +228,10 @@ class Sandbox:
             raise
         return from_configmap(_json(response))
 
-    def annotate(self, pod: str, annotations: Mapping[str, str | None], namespace: str = "default") -> None:
-        self.core.patch_namespaced_pod(pod, namespace, {"metadata": {"annotations": dict(annotations)}})
+    def annotate(self, pod: str, annotations: Mapping[str, str | None], namespace: str | None = None) -> None:
+        self.core.patch_namespaced_pod(
+            pod, self._namespace(namespace), {"metadata": {"annotations": dict(annotations)}}
+        )
 
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.record_file)

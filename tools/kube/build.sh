@@ -39,7 +39,7 @@ for command in "${missing[@]}"; do
 	else
 		package=k8s.io/kubernetes/cmd/$command
 	fi
-	go build -trimpath -mod=mod -ldflags "$ldflags" -o "$tmp/$command" "$package"
+	go build -trimpath -mod=readonly -ldflags "$ldflags" -o "$tmp/$command" "$package"
 	mv "$tmp/$command" "$out/$command"
 	echo "built $command in $((SECONDS - start)) s" >&2
 done
