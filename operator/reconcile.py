@@ -249,7 +249,7 @@ class AppReconciler:
     # -- planning --------------------------------------------------------------------------------------
 
     async def _maybe_plan(self, spec: StreamsAppSpec, seen: Observation, state: _Round) -> None:
-        clients = observed_clients(state.pods, state.results, seen.zones)
+        clients = observed_clients(state.pods, state.results, seen.zones, holders(self.publication))
         generation = int((seen.body.get("metadata") or {}).get("generation") or 0)
         decision = decide_planning(
             PlanningInput(

@@ -10,7 +10,7 @@ the planner refuses unknown task ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -127,13 +127,18 @@ def planner_input(
 
 
 def observed_clients(
-    pods: Sequence[PodInfo], results: Mapping[str, ScrapeResult], zones: Mapping[str, str]
+    pods: Sequence[PodInfo],
+    results: Mapping[str, ScrapeResult],
+    zones: Mapping[str, str],
+    holding: Collection[str],
 ) -> list[ClientObservation]:
-    """The pods that take part in planning (on a node, not being deleted, not stopped), with their node's
-    zone, their leaving time and the lags they reported this round."""
+    """The pods that take part in planning (on a node, not being deleted, not stopped, and ready or holding
+    tasks already: `holding`, `probing.holders`), with their node's zone, their leaving time and the lags
+    they reported this round. A pod still starting takes no task yet: a stateless task moved there would
+    stand still until its process runs (on a real API server new pods took seconds to start)."""
     out = []
     for pod in pods:
-        if not pod.schedulable_client:
+        if not pod.schedulable_client or not (pod.ready or pod.name in holding):
             continue
         result = results.get(pod.name)
         lags = result.lags if isinstance(result, PodMetrics) else {}

@@ -4,9 +4,9 @@ The sandbox's kubelet (`smoothscale.sandbox`) runs a real worker process per pod
 the operator's integration tests and its benchmark can have a thousand pods on a laptop. In a thread of its
 own, it plays what a cluster does around the operator, through the API like a kubelet:
 
-- it creates one node per zone and binds every pod the operator creates to the least loaded zone the pod
-  accepts (the sandbox kubelet's scheduling, `smoothscale.sandbox.scheduling`), gives it an IP
-  (127.0.0.1) and, because all pods share that IP, the metrics port annotation
+- it creates one node per zone and binds every pod the operator creates (through `pods/binding`) to the
+  least loaded zone the pod accepts (the sandbox kubelet's scheduling, `smoothscale.sandbox.scheduling`),
+  gives it an IP (127.0.0.1) and, because all pods share that IP, the metrics port annotation
   (`smoothscale.io/metrics-port`: one loopback port per pod), then reports it Running and Ready;
 - it serves each pod's Contract 3 metrics from memory, with the processing rate in `process_rates` of each
   task the pod runs active;
@@ -209,11 +209,22 @@ class FakeKubelet:
         await web.TCPSite(pod.runner, "127.0.0.1", 0).start()
         pod.port = int(pod.runner.addresses[0][1])
         zone = choose_zone(item.get("spec") or {}, ZONES, self._zone_load())
-        patch: dict[str, Any] = {"metadata": {"annotations": {names.METRICS_PORT_ANNOTATION: str(pod.port)}}}
-        if zone is not None:  # a pod that accepts no zone stays unbound, as with the sandbox's kubelet
-            patch["spec"] = {"nodeName": node_name(zone)}
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
+        patch = {"metadata": {"annotations": {names.METRICS_PORT_ANNOTATION: str(pod.port)}}}
+        await api.patch(path, json=patch, headers=_MERGE)
+        # A pod that accepts no zone stays unbound, as with the sandbox's kubelet; a pod is bound as a
+        # scheduler binds it (its spec cannot change).
+        if zone is not None:
+            if not (item.get("spec") or {}).get("nodeName"):
+                target = {"apiVersion": "v1", "kind": "Node", "name": node_name(zone)}
+                binding = {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": name},
+                    "target": target,
+                }
+                await api.post(f"{path}/binding", json=binding)
             pod.zone = zone
-        await api.patch(f"/api/v1/namespaces/{self.namespace}/pods/{name}", json=patch, headers=_MERGE)
         self.pods[name] = pod
 
     def _zone_load(self) -> dict[str, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import urllib.request
 
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
@@ -145,3 +146,25 @@ def test_deleting_an_app_stops_its_loop_and_removes_what_it_owned(
         wait_for(lambda: not kube.pods() and kube.publication() is None, what="pods and ConfigMap collected")
         wait_for(lambda: len(context.apps) == 0, what="the app's loop ended")
         assert 'app="orders"' not in context.metrics.exposition().decode()
+
+
+def test_a_pod_still_starting_gets_no_task_and_no_warning(
+    kube: Kubectl, fake: FakeKubelet, run_operator
+) -> None:
+    """A new pod takes tasks once it is ready: a stateless task moved to a pod whose process is not up yet
+    would stand still (on a real API server the sandbox's new pods took seconds to start, and tasks went
+    unprocessed that long), and a starting pod is no metrics failure (no MetricsUnavailable, no Degraded)."""
+    with run_operator():
+        kube.apply(streamsapp(replicas=3, partitions=6))
+        wait_for(lambda: balanced(kube.publication(), 3, 6), what="balance on 3")
+        fake.not_ready.add("orders-3")
+        kube.patch_app("orders", {"spec": {"replicas": 4}})
+        wait_for(lambda: "orders-3" in kube.pods(), what="the new pod")
+        wait_for(lambda: kube.status().get("replicas") == 4, what="the new pod in the status")
+        time.sleep(3)  # rounds of the operator while the pod starts
+        published = kube.publication()
+        assert published is not None and "orders-3" not in published.assignment
+        assert kube.status()["phase"] != "Degraded"
+        assert "MetricsUnavailable" not in kube.reasons()
+        fake.not_ready.discard("orders-3")
+        wait_for(lambda: balanced(kube.publication(), 4, 6), timeout=30, what="balance on 4 once ready")
