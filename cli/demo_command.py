@@ -38,8 +38,19 @@ import click
     show_default=True,
     help="API server port, 0: any.",
 )
-def demo_command(output_dir: Path | None, speed: float, keep: bool, api_port: int) -> None:
-    """Run the operator on an emulated cluster through scale-out, scale-in, a host swap and a pod crash."""
+@click.option(
+    "--kube-bin",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    envvar="SMOOTHSCALE_KUBE_BIN",
+    default=None,
+    help="Run on a real control plane (etcd, kube-apiserver, kube-controller-manager) from this folder, the "
+    "one tools/kube/build.sh prints, instead of the embedded emulator.",
+)
+def demo_command(
+    output_dir: Path | None, speed: float, keep: bool, api_port: int, kube_bin: Path | None
+) -> None:
+    """Run the operator on an emulated cluster (or a real API server: --kube-bin) through scale-out,
+    scale-in, a host swap and a pod crash."""
     # Imported here so that `smoothscale --help` does not load the operator, kopf or matplotlib.
     from smoothscale.sandbox.demo_main import run_demo  # noqa: PLC0415
 
@@ -49,4 +60,4 @@ def demo_command(output_dir: Path | None, speed: float, keep: bool, api_port: in
         raise SystemExit(128 + signum)  # unwinds the sandbox: every process it started is stopped
 
     signal.signal(signal.SIGTERM, stop)
-    sys.exit(run_demo(directory, sys.stdout, speed=speed, keep=keep, api_port=api_port))
+    sys.exit(run_demo(directory, sys.stdout, speed=speed, keep=keep, api_port=api_port, kube_bin=kube_bin))

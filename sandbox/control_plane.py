@@ -130,6 +130,12 @@ class RunningControlPlane:
             raise KubectlError(f"kubectl {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
         return done
 
+    def apply_crd(self, manifest: str, name: str, *, field_manager: str = "smoothscale") -> None:
+        """Install a CRD by server-side apply (as `kubectl apply --server-side` or helm does) and wait until
+        it is established: its schema compiled, its CEL rules within the cost budget, its kind served."""
+        self.kubectl("apply", "--server-side", f"--field-manager={field_manager}", "-f", "-", input=manifest)
+        self.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+
     def service_account_kubeconfig(
         self, namespace: str, name: str, path: Path, *, expiration_seconds: int = 24 * 3600
     ) -> Path:

@@ -2,26 +2,48 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from smoothscale.client import contract
+from smoothscale.operator.crd import crd_yaml
+
 from .addresses import port_free
+from .control_plane import Binaries, ControlPlane, RunningControlPlane
 from .demo import ProgressView, Walkthrough, worker_env
 from .harness import Sandbox
 from .report import summary_table, timeline_png
 
 
 def run_demo(
-    output_dir: Path, out: TextIO, *, speed: float = 1.0, keep: bool = False, api_port: int = 0
+    output_dir: Path,
+    out: TextIO,
+    *,
+    speed: float = 1.0,
+    keep: bool = False,
+    api_port: int = 0,
+    kube_bin: Path | None = None,
 ) -> int:
     """0 when every step settled and no invariant broke, else 1. Every process it started is stopped before
-    it returns (with `keep`, only once SIGINT or SIGTERM arrives)."""
+    it returns (with `keep`, only once SIGINT or SIGTERM arrives). With `kube_bin` (the folder
+    `tools/kube/build.sh` fills) the demo runs on a real control plane of its own instead of the emulator
+    (`api_port` is then not used)."""
     first_address = _first_free_block()
-    with Sandbox(
-        output_dir, worker_env=worker_env(speed), api_port=api_port, first_address=first_address
-    ) as sandbox:
+    with contextlib.ExitStack() as stack:
+        api_server = None if kube_bin is None else stack.enter_context(_real_api_server(output_dir, kube_bin))
+        sandbox = stack.enter_context(
+            Sandbox(
+                output_dir,
+                worker_env=worker_env(speed),
+                api_port=api_port,
+                first_address=first_address,
+                api_server=api_server,
+            )
+        )
         assert sandbox.cluster is not None
         out.write(f"API server {sandbox.cluster.url}, kubeconfig {sandbox.kubeconfig}\n")
         walkthrough = Walkthrough(sandbox, view=ProgressView(out))
@@ -36,6 +58,14 @@ def run_demo(
         if keep:
             _wait_for_a_signal(out, sandbox.kubeconfig)
     return 1 if violations else 0
+
+
+@contextlib.contextmanager
+def _real_api_server(output_dir: Path, kube_bin: Path) -> Iterator[RunningControlPlane]:
+    """etcd, kube-apiserver and kube-controller-manager from `kube_bin`, with the StreamsApp CRD installed."""
+    with ControlPlane(output_dir / "control-plane", Binaries.from_folder(kube_bin)) as running:
+        running.apply_crd(crd_yaml(), f"{contract.PLURAL}.{contract.GROUP}")
+        yield running
 
 
 def _wait_for_a_signal(out: TextIO, kubeconfig: Path) -> None:

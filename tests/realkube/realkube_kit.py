@@ -44,10 +44,8 @@ def built_binaries() -> Path:
 
 
 def apply_crd(control_plane: RunningControlPlane) -> None:
-    """The chart's CRD by server-side apply, as `kubectl apply --server-side` (or helm) installs it, then
-    established (its schema compiled, its CEL rules within the cost budget)."""
-    control_plane.kubectl("apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", str(CRD))
-    control_plane.kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}.{GROUP}", "--timeout=60s")
+    """The chart's CRD, as helm or `kubectl apply --server-side` installs it."""
+    control_plane.apply_crd(CRD.read_text(), f"{PLURAL}.{GROUP}", field_manager=FIELD_MANAGER)
 
 
 def wait_for(condition: Callable[[], T | None], *, timeout: float = 60.0, what: str = "condition") -> T:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from smoothscale.sandbox import invariants
 from smoothscale.sandbox.demo import APP, demo_app, demo_tasks
 from smoothscale.sandbox.harness import Sandbox
-from smoothscale.sandbox.observe import Snapshot, settle
+from smoothscale.sandbox.observe import Snapshot, observe, settle
 
 PLANNED_MOVE_BOUND = 8.0
 """Seconds a task may go unprocessed while it moves between pods on purpose (a hand-over costs about one
@@ -52,6 +54,26 @@ class Run:
         self.violations += [f"{name}: {text}" for text in invariants.gaps_beyond(gaps, bound)]
         return snapshot
 
+    def operator_killed_mid_migration(self) -> None:
+        """Scale 3 -> 6, SIGKILL the operator while warmups restore, start it again: it resumes from the
+        published assignment and finishes the migration, no task unprocessed beyond a planned move's bound."""
+        sandbox = self.sandbox
+        self.start(replicas=3)
+        started = time.time()
+        sandbox.patch_app(APP, {"spec": {"replicas": 6}})
+        deadline = time.time() + 60
+        while not observe(sandbox, APP, "scale-out").warmups:
+            assert time.time() < deadline, "no warmup appeared"
+            time.sleep(0.3)
+        sandbox.stop_operator(kill=True)
+        time.sleep(3)  # the workers carry on without it
+        sandbox.start_operator()
+        last = self.settled("resumed")
+        assert len(last.pods) == 6
+        gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
+        self.violations += invariants.gaps_beyond(gaps, PLANNED_MOVE_BOUND)
+        self.finish(last)
+
     def finish(self, last: Snapshot) -> None:
         """The checks of every run: nothing processed twice at once, every task once, balanced over pods
         and zones."""
@@ -62,3 +84,19 @@ class Run:
         self.violations += invariants.imbalance(publication, zone_of)
         self.violations += invariants.every_task_once(publication, demo_tasks())
         assert self.violations == [], "\n".join(self.violations)
+
+
+def processes_using(directory: Path) -> list[int]:
+    """Our processes whose environment or command line mentions `directory` (the operator, the workers, a
+    control plane)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            text = (entry / "environ").read_bytes() + (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(directory).encode() in text:
+            found.append(int(entry.name))
+    return found

@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sandbox_e2e_kit import processes_using
 
 pytestmark = pytest.mark.slow
 
 SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
-
-
-def _processes_using(directory: Path) -> list[int]:
-    """Our processes whose environment or command line mentions `directory` (the operator, the workers)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            text = (entry / "environ").read_bytes() + (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(directory).encode() in text:
-            found.append(int(entry.name))
-    return found
 
 
 def test_the_demo_walks_every_step_and_cleans_up(tmp_path: Path) -> None:
@@ -43,4 +28,4 @@ def test_the_demo_walks_every_step_and_cleans_up(tmp_path: Path) -> None:
     assert "all invariants held" in result.stdout
     assert f"timeline: {tmp_path / 'timeline.png'}" in result.stdout
     assert (tmp_path / "timeline.png").read_bytes().startswith(b"\x89PNG")
-    assert _processes_using(tmp_path) == []
+    assert processes_using(tmp_path) == []

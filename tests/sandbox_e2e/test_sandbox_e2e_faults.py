@@ -5,13 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from sandbox_e2e_kit import CRASH_BOUND, PLANNED_MOVE_BOUND, Run
+from sandbox_e2e_kit import CRASH_BOUND, Run
 
 from smoothscale.sandbox import invariants
-from smoothscale.sandbox.demo import APP, demo_tasks
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kubelet import Kubelet
-from smoothscale.sandbox.observe import Snapshot, observe
+from smoothscale.sandbox.observe import Snapshot
 
 pytestmark = pytest.mark.slow
 
@@ -50,19 +49,4 @@ def test_a_crashed_pod_restores_from_its_volume_and_one_without_it_rebuilds(sand
 
 
 def test_an_operator_killed_mid_migration_resumes_and_finishes_it(sandbox: Sandbox) -> None:
-    run = Run(sandbox)
-    run.start(replicas=3)
-    started = time.time()
-    sandbox.patch_app(APP, {"spec": {"replicas": 6}})
-    deadline = time.time() + 60
-    while not observe(sandbox, APP, "scale-out").warmups:
-        assert time.time() < deadline, "no warmup appeared"
-        time.sleep(0.3)
-    sandbox.stop_operator(kill=True)
-    time.sleep(3)  # the workers carry on without it
-    sandbox.start_operator()
-    last = run.settled("resumed")
-    assert len(last.pods) == 6
-    gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
-    run.violations += invariants.gaps_beyond(gaps, PLANNED_MOVE_BOUND)
-    run.finish(last)
+    Run(sandbox).operator_killed_mid_migration()
