@@ -72,7 +72,9 @@ def _wait_for_a_signal(out: TextIO, kubeconfig: Path) -> None:
     out.write(
         "\nThe sandbox keeps running. Try:\n"
         f"  export KUBECONFIG={kubeconfig}\n"
-        "  kubectl get sapp orders\n"
+        "  kubectl get sapp orders -o wide\n"
+        "  kubectl get pods -o wide\n"
+        "  kubectl explain sapp.spec.scaling\n"
         "  kubectl scale sapp orders --replicas=5\n"
         "  kubectl annotate pod orders-3 smoothscale.io/leaving=true\n"
         "Ctrl-C (or SIGTERM) stops every process of it.\n"

@@ -33,7 +33,7 @@ import yaml
 # Not re-exported by kmock 0.8 (mypy refuses implicit re-exports): its reaction protocol and response type.
 from kmock._internal.rendering import ReactionMismatchError, Response, StreamingError
 
-from . import errors, openapi, patches
+from . import errors, openapi, patches, tables
 from .faults import FaultInjector
 from .paths import parse_request
 from .scale import ScalePaths, replicas_of, set_path, to_scale
@@ -63,6 +63,10 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
     deleted_retention: int = 2000
     faults: FaultInjector = attrs.field(factory=FaultInjector)
     scale_paths: dict[kmock.resource, ScalePaths] = attrs.field(factory=dict)
+    printer_columns: dict[kmock.resource, list[dict[str, Any]]] = attrs.field(factory=dict)
+    """A kind's `additionalPrinterColumns` (as in its CRD), for the Tables kubectl asks for."""
+    schemas: dict[kmock.resource, dict[str, Any]] = attrs.field(factory=dict)
+    """A kind's OpenAPI v3 schema (its CRD's `openAPIV3Schema`), served for `kubectl explain`."""
 
     _store: ObjectStore = attrs.field(init=False)
     _closing: bool = attrs.field(default=False, init=False)
@@ -258,7 +262,7 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
         ]
         if len(parts) not in (2, 3) or not kinds:
             raise errors.not_found(group, version, None)
-        return openapi.document(group, version, kinds)
+        return openapi.document(group, version, kinds, self.schemas)
 
     # -- reading -----------------------------------------------------------------------------------------
 
@@ -266,6 +270,9 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
         resource, name = self._object_of(request)
         info = self._store.info(resource)
         obj = self._store.get(resource, request.namespace, name)
+        if request.subresource is None and tables.wants_table(request.headers):
+            metadata = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+            return tables.table([obj], self._columns(resource), metadata)
         if request.subresource is None or (request.subresource == "status" and "status" in info.subresources):
             return obj
         if request.subresource == "scale" and "scale" in info.subresources:
@@ -290,7 +297,17 @@ class ExtendedEmulator(kmock.KubernetesEmulator):
             metadata["remainingItemCount"] = len(items) - limit
             items = items[:limit]
             metadata["continue"] = _encode_continue(_list_key(items[-1]))
+        if tables.wants_table(request.headers):
+            return tables.table(items, self._columns(resource), metadata)
         return {"apiVersion": api_version, "kind": f"{kind}List", "metadata": metadata, "items": items}
+
+    def _columns(self, resource: kmock.resource) -> list[tables.Column]:
+        """A Table's columns: the kind's printer columns, the usual ones of a built-in, or NAME and AGE."""
+        columns = self.printer_columns.get(resource)
+        if columns is not None:
+            return tables.crd_columns(columns)
+        kind = self._store.type_meta(resource)[1]
+        return tables.BUILTIN.get(kind, [tables.NAME, tables.AGE])
 
     async def _serve_watch_response(self, request: kmock.Request) -> kmock.Payload:
         """Validate the watch before the stream starts (400s are plain answers), then stream JSON lines."""

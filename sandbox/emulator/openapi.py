@@ -4,12 +4,13 @@ kubectl validates manifests before `create -f` and `apply -f`. It asks `/openapi
 validates fields itself (a PATCH operation per kind declaring the `fieldValidation` query parameter); if not,
 it downloads `/openapi/v2` to validate on the client, and without either it refuses to send anything unless
 `--validate=false` is given. Declaring server-side support is honest enough: the emulator accepts any fields,
-as a CRD with `x-kubernetes-preserve-unknown-fields` would. No schemas are served.
+as a CRD with `x-kubernetes-preserve-unknown-fields` would. A kind registered with a schema (the StreamsApp,
+from its CRD) has it in the document, for `kubectl explain`; built-in kinds have none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kmock
@@ -27,11 +28,24 @@ def index(resources: Iterable[kmock.resource]) -> dict[str, Any]:
 
 
 def document(
-    group: str, version: str, kinds: Iterable[tuple[kmock.resource, kmock.ResourceInfo]]
+    group: str,
+    version: str,
+    kinds: Iterable[tuple[kmock.resource, kmock.ResourceInfo]],
+    schemas: Mapping[kmock.resource, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """`/openapi/v3/<group-version>`: a PATCH operation per kind that accepts `fieldValidation`."""
+    """`/openapi/v3/<group-version>`: a PATCH operation per kind that accepts `fieldValidation`, and the
+    schema of each kind that has one (a CRD's), which `kubectl explain` reads."""
     paths: dict[str, Any] = {}
+    components: dict[str, Any] = {}
     for resource, info in kinds:
+        schema = (schemas or {}).get(resource)
+        if schema is not None:
+            gvk = {"group": group, "version": version, "kind": info.kind}
+            reversed_group = ".".join(reversed(group.split("."))) if group else "io.k8s.api.core"
+            components[f"{reversed_group}.{version}.{info.kind}"] = {
+                **schema,
+                "x-kubernetes-group-version-kind": [gvk],
+            }
         scope = "/namespaces/{namespace}" if info.namespaced else ""
         path = f"/{group_version_path(group, version)}{scope}/{resource.plural}/{{name}}"
         paths[path] = {
@@ -45,5 +59,5 @@ def document(
         "openapi": "3.0.0",
         "info": {"title": "smoothscale emulator", "version": version},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": components},
     }

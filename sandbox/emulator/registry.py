@@ -13,6 +13,7 @@ from typing import Any
 import kmock
 
 from smoothscale.client import contract
+from smoothscale.operator.crd import build_crd
 
 from .api import ExtendedEmulator
 from .scale import ScalePaths
@@ -26,7 +27,8 @@ KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="kopfpeeri
 
 
 def register_streamsapp(emulator: ExtendedEmulator) -> None:
-    """The StreamsApp kind (Contract 2): namespaced, short name `sapp`, status and scale subresources."""
+    """The StreamsApp kind (Contract 2): namespaced, short name `sapp`, status and scale subresources, and
+    its CRD's printer columns and schema (for `kubectl get` and `kubectl explain`)."""
     emulator.resources[STREAMSAPPS] = kmock.ResourceInfo(
         kind="StreamsApp",
         singular="streamsapp",
@@ -39,6 +41,9 @@ def register_streamsapp(emulator: ExtendedEmulator) -> None:
     emulator.scale_paths[STREAMSAPPS] = ScalePaths(
         spec_replicas=".spec.replicas", status_replicas=".status.replicas", label_selector=".status.selector"
     )
+    (version,) = build_crd()["spec"]["versions"]
+    emulator.printer_columns[STREAMSAPPS] = version["additionalPrinterColumns"]
+    emulator.schemas[STREAMSAPPS] = version["schema"]["openAPIV3Schema"]
 
 
 def register_builtins(emulator: ExtendedEmulator) -> None:

@@ -89,6 +89,21 @@ def raw_request(
     return int(response.status), bytes(response.data or b"")
 
 
+def json_request(
+    api: kubernetes.client.ApiClient,
+    method: str,
+    path: str,
+    body: object = None,
+    *,
+    content_type: str = "application/json",
+    accept: str = "application/json",
+    query: Mapping[str, str] | None = None,
+) -> tuple[int, Json]:
+    """`raw_request` with the answer decoded: the status code and the JSON body, errors included."""
+    status, data = raw_request(api, method, path, body, content_type=content_type, accept=accept, query=query)
+    return status, json.loads(data or b"{}")
+
+
 @dataclass
 class Cluster:
     """The session's control plane seen from one test: an administrator's client and the test's namespace."""
@@ -143,9 +158,7 @@ class Cluster:
         content_type: str = "application/json",
         query: Mapping[str, str] | None = None,
     ) -> tuple[int, Json]:
-        """`method path` with a JSON body; the status code and the decoded answer, errors included."""
-        status, data = raw_request(self.api, method, path, body, content_type=content_type, query=query)
-        return status, json.loads(data or b"{}")
+        return json_request(self.api, method, path, body, content_type=content_type, query=query)
 
     def app_path(self, name: str | None = None, subresource: str | None = None) -> str:
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{self.namespace}/{PLURAL}"

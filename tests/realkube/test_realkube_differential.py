@@ -17,7 +17,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from realkube_kit import GROUP, PLURAL, VERSION, Cluster, Json, raw_request
+from realkube_kit import GROUP, PLURAL, VERSION, Cluster, Json, json_request, raw_request
 
 from smoothscale.sandbox.emulator import EmulatorThread, build_emulator
 
@@ -50,9 +50,11 @@ class Side:
         *,
         content_type: str = "application/json",
         query: dict[str, str] | None = None,
+        accept: str = "application/json",
     ) -> tuple[int, Json]:
-        status, data = raw_request(self.api, method, path, body, content_type=content_type, query=query)
-        return status, json.loads(data or b"{}")
+        return json_request(
+            self.api, method, path, body, content_type=content_type, query=query, accept=accept
+        )
 
     def watch(self, path: str, resource_version: str) -> list[tuple[str, str]]:
         """The events of a watch from `resource_version`, for about a second."""
@@ -213,6 +215,13 @@ def sequence(side: Side) -> Iterator[tuple[str, Json]]:
     status, replaced = side.request("PUT", app, {**after, "spec": {**after["spec"], "replicas": 5}})
     yield "put, current resourceVersion", {"code": status, "generation": replaced["metadata"]["generation"]}
 
+    # what kubectl shows: the Table of `kubectl get` (printer columns), the schema `kubectl explain` reads
+    yield "get as a Table", _table(side.request("GET", app, accept=TABLE))
+    listed = _table(side.request("GET", apps, accept=TABLE))  # the emulator also holds the two refused above
+    yield "list as a Table", {**listed, "rows": [row for row in listed["rows"] if row[0] == "orders"]}
+    status, document = side.request("GET", f"/openapi/v3/apis/{GROUP}/{VERSION}")
+    yield "OpenAPI v3 schema", {"code": status, "spec fields": _schema_fields(document, "StreamsApp")}
+
     # selectors, list resourceVersion, watch from it
     for name, labels in (
         ("a", {"app": "orders", "role": "x"}),
@@ -304,6 +313,7 @@ def sequence(side: Side) -> Iterator[tuple[str, Json]]:
     yield "bind pod", _error(side.request("POST", f"{pods}/p/binding", binding))
     yield "bound", {"node": side.request("GET", f"{pods}/p")[1]["spec"].get("nodeName")}
     yield "bind pod again", _error(side.request("POST", f"{pods}/p/binding", binding))
+    yield "pods as a Table", _table(side.request("GET", pods, accept=TABLE))
     yield (
         "patch pod image",
         _error(
@@ -331,6 +341,26 @@ def sequence(side: Side) -> Iterator[tuple[str, Json]]:
         "owned object collected",
         {"gone": _eventually(lambda: side.request("GET", f"{configmaps}/owned")[0] == 404)},
     )
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def _table(answer: tuple[int, Json]) -> Json:
+    """A Table's columns (all but Age, which differs by a second or so) and its rows' cells."""
+    status, table = answer
+    columns = [c["name"] for c in table.get("columnDefinitions") or []]
+    keep = [i for i, name in enumerate(columns) if name != "Age"]
+    rows = [[row["cells"][i] for i in keep] for row in table.get("rows") or []]
+    return {"code": status, "kind": table.get("kind"), "columns": columns, "rows": rows}
+
+
+def _schema_fields(document: Json, kind: str) -> list[str]:
+    """The spec fields of `kind`'s schema in an OpenAPI v3 document (what `kubectl explain` lists)."""
+    for schema in (document.get("components") or {}).get("schemas", {}).values():
+        if any(gvk.get("kind") == kind for gvk in schema.get("x-kubernetes-group-version-kind") or []):
+            return sorted(schema["properties"]["spec"]["properties"])
+    return []
 
 
 def _eventually(check: Callable[[], bool], timeout: float = 90.0) -> bool:

@@ -133,9 +133,9 @@ def test_cel_rules_cover_the_cross_field_checks(spec_schema: Json) -> None:
         if "x-kubernetes-validations" in node
     }
     assert rules == {
-        ".assignment": ["duration(self.probingInterval) >= duration('1s')"],
+        ".assignment": ["!has(self.probingInterval) || duration(self.probingInterval) >= duration('1s')"],
         ".scaling": [
-            "self.updateStrategy != 'Swap' || "
+            "!has(self.updateStrategy) || !has(self.maxSurge) || self.updateStrategy != 'Swap' || "
             "(type(self.maxSurge) == int ? self.maxSurge > 0 : !self.maxSurge.matches('^0+%$'))"
         ],
         ".scaling.maxSurge": ["type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')"],
