@@ -27,6 +27,9 @@ from .publication import CorruptAssignment, from_configmap, from_mounted_dir
 
 log = logging.getLogger(__name__)
 
+USER_AGENT = "smoothscale-client"
+"""How the pods' API requests introduce themselves: they only ever read (list and watch)."""
+
 
 @dataclass(frozen=True)
 class ClientConfig:
@@ -100,6 +103,7 @@ class StreamsClient:
             self.metrics_port = self.metrics.serve(config.metrics_host, config.metrics_port)
         self._api = api_client(config.kubeconfig)
         if self._api is not None:
+            self._api.user_agent = f"{USER_AGENT} ({config.namespace}/{config.pod})"  # for audit logs
             core = kubernetes.client.CoreV1Api(self._api)
             for name, list_function, handle in (
                 (config.configmap_name, core.list_namespaced_config_map, self._on_configmap),
