@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ class Sandbox:
     """`with Sandbox(root) as sandbox:` a running cluster; `sandbox.apply(app)` and watch it work.
 
     Under `root`: `kubeconfig`, `records.jsonl` (the workers' record file), `journal.jsonl` (the operator's
-    event journal), `operator.log`, and the kubelet's `sandbox/` (volumes and worker logs).
+    event journal), `operator.log`, and the kubelet's `sandbox/` (volumes and worker logs). `keep_requests`
+    keeps every API request for `api_requests()` (a benchmark counting them).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class Sandbox:
         scrape_interval: float = 1.0,
         first_address: str = "127.0.0.2",
         api_port: int = 0,
+        keep_requests: bool = False,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
@@ -58,8 +61,9 @@ class Sandbox:
         self._worker_env = dict(worker_env or {})
         self._scrape_interval = scrape_interval
         self._first_address = first_address
+        history = {"request_history": None} if keep_requests else {}  # else the last 1,000 to 2,000
         self._emulator_thread = EmulatorThread(
-            build_emulator(bookmark_interval=1.0), port=api_port, kubeconfig=self.kubeconfig
+            build_emulator(bookmark_interval=1.0, **history), port=api_port, kubeconfig=self.kubeconfig
         )
         self._cleanup = contextlib.ExitStack()
         self.cluster: RunningEmulator | None = None
@@ -185,6 +189,26 @@ class Sandbox:
 
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.record_file)
+
+    def api_requests(self) -> list[ApiRequest]:
+        """The requests the API server answered, oldest first (every one with `keep_requests=True`)."""
+        assert self.cluster is not None
+        emulator = self.cluster.emulator
+        return self._emulator_thread.call(
+            lambda: [
+                ApiRequest(str(r.method.value).upper(), r.url.path, r.headers.get("User-Agent", ""))
+                for r in emulator
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One request to the API server: its method, its path and who sent it (the User-Agent header)."""
+
+    method: str
+    path: str
+    agent: str
 
 
 def _json(response: Any) -> dict[str, Any]:
