@@ -61,10 +61,10 @@ class Sandbox:
         self._worker_env = dict(worker_env or {})
         self._scrape_interval = scrape_interval
         self._first_address = first_address
-        history = {"request_history": None} if keep_requests else {}  # else the last 1,000 to 2,000
-        self._emulator_thread = EmulatorThread(
-            build_emulator(bookmark_interval=1.0, **history), port=api_port, kubeconfig=self.kubeconfig
-        )
+        emulator = build_emulator(bookmark_interval=1.0)
+        if keep_requests:
+            emulator.request_history = None  # else the last 1,000 to 2,000
+        self._emulator_thread = EmulatorThread(emulator, port=api_port, kubeconfig=self.kubeconfig)
         self._cleanup = contextlib.ExitStack()
         self.cluster: RunningEmulator | None = None
         self.kubelet: Kubelet | None = None
