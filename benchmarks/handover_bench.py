@@ -71,6 +71,7 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 
 def run(root: Path, speed: float) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
     defaults = OperatorConfig()
     with Sandbox(
         root,
@@ -107,7 +108,10 @@ def run(root: Path, speed: float) -> dict[str, Any]:
         requests = sandbox.api_requests()
         records = sandbox.records()
     journal = read_records(root / "journal.jsonl")
-    figures: dict[str, Any] = {"load_average_1m": round(os.getloadavg()[0], 2)}
+    figures: dict[str, Any] = {
+        "load_average_1m_before": round(load_before, 2),
+        "load_average_1m_after": round(os.getloadavg()[0], 2),
+    }
     intervals = processing_intervals(records)
     for scenario in scenarios[1:]:
         moved = handovers(intervals, scenario.started, scenario.settled)
