@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from smoothscale.assignor.handover import Publication, Revocation
 from smoothscale.assignor.models import ClientAssignment
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.probing import awaited_owners, handover_poll_delay
+from smoothscale.operator.control.publishing import awaited_owners, handover_poll_delay
 from smoothscale.operator.reconcile import Observation
 from smoothscale.operator.runtime import AppRuntime
 
