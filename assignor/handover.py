@@ -55,11 +55,15 @@ def next_publication(
     desired: Mapping[str, ClientAssignment],
     acked: Mapping[str, int],
     alive: Set[str],
+    ready: Set[str] | None = None,
 ) -> Publication | None:
     """The next generation to publish toward `desired`, or None when nothing would change.
 
     `acked` holds the generation each pod reports as fully applied; `alive` the pods that may still be
     processing (a deleted pod processes nothing). Pods missing from `desired` get an empty assignment.
+    `ready`, when given, holds the pods that would start a task at once (their client is up and follows the
+    assignment): a task another pod is running moves only to one of them, and until its new pod is ready it
+    stays where it runs, so that a pod still starting never turns a hand-over into a wait for its start.
     """
     generation = published.generation + 1
     owners = published.active_owner()
@@ -83,6 +87,8 @@ def next_publication(
         if pending is not None or owner is None or owner == target or owner not in alive:
             revoking.pop(task, None)  # handed back to the pod that never stopped, or no one to wait for
             roles[target]["active"].add(task)
+        elif ready is not None and target not in ready:
+            roles[owner]["active"].add(task)  # its new pod is not up yet: it keeps running where it runs
         else:
             revoking[task] = Revocation(owner=owner, generation=generation)
             _keep_restoring(roles[target], published.assignment.get(target), task)

@@ -27,6 +27,9 @@ from .publication import CorruptAssignment, from_configmap, from_mounted_dir
 
 log = logging.getLogger(__name__)
 
+USER_AGENT = "smoothscale-client"
+"""How the pods' API requests introduce themselves: they only ever read (list and watch)."""
+
 
 @dataclass(frozen=True)
 class ClientConfig:
@@ -79,7 +82,7 @@ class StreamsClient:
         self.config = config
         self.metrics = TaskMetrics()
         self.applier = AssignmentApplier(config.pod, listener, on_applied=self.metrics.set_generation)
-        self.metrics.set_generation(0)
+        self._following = False
         self.metrics_port: int | None = None
         self._listener = listener
         self._stop = threading.Event()
@@ -100,6 +103,7 @@ class StreamsClient:
             self.metrics_port = self.metrics.serve(config.metrics_host, config.metrics_port)
         self._api = api_client(config.kubeconfig)
         if self._api is not None:
+            self._api.user_agent = f"{USER_AGENT} ({config.namespace}/{config.pod})"  # for audit logs
             core = kubernetes.client.CoreV1Api(self._api)
             for name, list_function, handle in (
                 (config.configmap_name, core.list_namespaced_config_map, self._on_configmap),
@@ -137,16 +141,28 @@ class StreamsClient:
     # -- what the followers deliver ------------------------------------------------------------------------
 
     def _on_configmap(self, body: Body | None) -> None:
-        if body is None:
-            return  # not published yet (or deleted): keep the current work
-        self._offer(lambda: from_configmap(body), _fingerprint(body))
+        if body is not None:  # None: not published yet (or deleted): keep the current work
+            self._offer(lambda: from_configmap(body), _fingerprint(body))
+        self._follows()
 
     def _on_mounted_dir(self, directory: Path) -> None:
         try:
             stat = (directory / contract.ASSIGNMENT_KEY).stat()
         except FileNotFoundError:
-            return  # not published yet
-        self._offer(lambda: from_mounted_dir(directory), f"{stat.st_mtime_ns}:{stat.st_size}")
+            pass  # not published yet
+        else:
+            self._offer(lambda: from_mounted_dir(directory), f"{stat.st_mtime_ns}:{stat.st_size}")
+        self._follows()
+
+    def _follows(self) -> None:
+        """The first read of the assignment is done: report the applied generation from now on (0 if none).
+
+        The metric appears only now, on purpose: the operator moves a running task only to a pod that
+        reports a generation, which then starts it within one watch event of the generation that assigns
+        it. A pod whose client is still starting would start it only once its first read is done."""
+        if not self._following:
+            self._following = True
+            self.metrics.set_generation(self.applier.generation)
 
     def _offer(self, read: Callable[[], Publication], fingerprint: str) -> None:
         try:

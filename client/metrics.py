@@ -40,11 +40,7 @@ class TaskMetrics:
             labels,
             registry=self.registry,
         )
-        self._generation = Gauge(
-            contract.GENERATION_METRIC,
-            "The last assignment generation this pod has fully applied.",
-            registry=self.registry,
-        )
+        self._generation: Gauge | None = None  # registered by the first `set_generation`
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -62,6 +58,16 @@ class TaskMetrics:
                 gauge.remove(task)
 
     def set_generation(self, generation: int) -> None:
+        """The last generation this pod has fully applied. The series is absent until the first call (an
+        unlabelled gauge would otherwise read 0 from the start): a pod that reports it follows its
+        assignment."""
+        if self._generation is None:
+            self._generation = Gauge(
+                contract.GENERATION_METRIC,
+                "The last assignment generation this pod has fully applied (absent until it has read its "
+                "assignment once).",
+                registry=self.registry,
+            )
         self._generation.set(generation)
 
     def render(self) -> bytes:

@@ -64,6 +64,13 @@ class OperatorConfig(BaseModel):
         5.0, ge=0.05, description="Seconds between scrapes (and reconciliations) of an app."
     )
     scrape_timeout: float = Field(2.0, ge=0.01, description="Seconds to wait for one pod's metrics.")
+    handover_poll: float = Field(
+        0.1,
+        ge=0.01,
+        description="Seconds between polls of the pods a pending hand-over waits on (only those, only while "
+        "it is pending, slower the longer it waits): a moved task starts on its new pod about this soon "
+        "after its old pod acknowledged, instead of at the next scrape.",
+    )
     debounce: float = Field(
         0.2, ge=0.0, description="Seconds to gather a burst of changes into one reconciliation."
     )

@@ -10,6 +10,8 @@ published generation at that moment); the other fields depend on the kind:
 - `publication`: `reason` (the event reason), `revoking` ({task: {owner, generation}}), `active`,
   `standby`, `warmup` (counts), `moves` ([{task, from, to}] made active on a new pod in this generation);
 - `handover`: `task`, `from`, `to`, `step` (`revoked` or `completed`);
+- `handover-poll`: `pods` (old owners whose acknowledgment a poll between rounds saw), `polls` (pods polled
+  since the last publication); the publication it allowed follows;
 - `scrape`: `pods`, `failures` ({pod: reason}), `lagTotal`, `warmupLags` ([{task, pod, lag}]);
 - `scaling`: `step` (`create`, `leaving`, `kept`, `retire`, `restart`, `remove-stopped`, `stamp-leaving`,
   `lost`), `pod`, `reason`;

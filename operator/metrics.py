@@ -46,6 +46,12 @@ class OperatorMetrics:
             _APP,
             registry=r,
         )
+        self.handover_polls = Counter(
+            "smoothscale_operator_handover_polls",
+            "Scrapes, between rounds, of the pods a pending hand-over waits on.",
+            _APP,
+            registry=r,
+        )
         self.pods_leaving = Gauge("smoothscale_operator_pods_leaving", "Pods leaving.", _APP, registry=r)
         self.scrape_failures = Counter(
             "smoothscale_operator_scrape_failures",
@@ -63,6 +69,7 @@ class OperatorMetrics:
             self.publications,
             self.warmups,
             self.handovers,
+            self.handover_polls,
             self.pods_leaving,
             self.scrape_failures,
             self.reconcile_errors,

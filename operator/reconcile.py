@@ -13,6 +13,10 @@ The order matters for safety:
    ConfigMap's resourceVersion;
 6. report (`reporting`): status, Events, metrics, journal.
 
+Between rounds, while a hand-over waits for old owners to acknowledge a revocation, `poll_handover` scrapes
+only those pods and takes step 5 again as soon as they have: a moved task starts on its new pod a poll
+interval after its old pod stopped it, not at the next round.
+
 All memory kept between rounds is a cache or a debounce: the published generation is re-read from the
 ConfigMap after a restart (or a conflicting write), leaving times live in the pods' annotations, and a
 restarted operator plans afresh from what it observes.
@@ -39,7 +43,7 @@ from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .control.planning import PlanningInput, decide_planning
 from .control.pods import PodInfo, pod_info
 from .control.probing import PlanMemory, fingerprint, holders, settled
-from .control.publishing import next_generation
+from .control.publishing import awaited_owners, handover_poll_delay, next_generation
 from .control.rates import ProcessRates, owner_rates
 from .control.scaling import PodSetInput, as_planned, plan_pod_set
 from .control.snapshot import build_snapshot, merge_end_offsets, observed_clients, task_ids
@@ -49,7 +53,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import AssignmentUnreadableError, Published, load_published, publish
 from .reporting import AppReporter
-from .resource import InvalidSpecError, StreamsAppSpec, load_spec, planner_config
+from .resource import InvalidSpecError, MetricNames, StreamsAppSpec, load_spec, planner_config
 from .resource.durations import parse_duration
 from .scrape import metrics_url
 
@@ -77,6 +81,25 @@ class _Round:
     degraded: Problem | None = None
 
 
+@dataclass
+class _HandOverWait:
+    """What `poll_handover` needs from the last round: the live pods, the generations they acknowledged
+    (updated by the polls), their metrics URLs; and when the last generation was published."""
+
+    alive: set[str] = field(default_factory=set)
+    acked: dict[str, int] = field(default_factory=dict)
+    urls: dict[str, str] = field(default_factory=dict)
+    names: MetricNames | None = None
+    status_generation: int = 0
+    published_at: datetime | None = None
+    polls: int = 0
+    """Pods polled since the last publication."""
+
+    def awaited(self, published: Publication) -> set[str]:
+        """The pods a pending hand-over waits on that can be polled (they have a metrics URL)."""
+        return awaited_owners(published, self.acked, self.alive) & set(self.urls)
+
+
 class AppReconciler:
     def __init__(self, app: AppRef, context: OperatorContext) -> None:
         self.app = app
@@ -97,6 +120,7 @@ class AppReconciler:
         self.started_at = context.clock()
         self.loaded_at = self.started_at
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
+        self.waits = _HandOverWait()
 
     @property
     def publication(self) -> Publication:
@@ -190,6 +214,7 @@ class AppReconciler:
             for p in pods
             if p.alive and not p.deleting and (url := metrics_url(p, spec.metrics)) is not None
         }
+        self.waits.urls, self.waits.names = urls, spec.metrics.names
         return await self.ctx.scraper.scrape_all(urls, spec.metrics.names)
 
     def _note_scrape(self, state: _Round) -> None:
@@ -289,17 +314,60 @@ class AppReconciler:
     # -- hand-over -------------------------------------------------------------------------------------
 
     async def _hand_over(self, state: _Round) -> None:
-        published = self.published
-        if published is None:
-            return
-        acked = {
+        waits = self.waits
+        waits.alive = {p.name for p in state.pods if p.alive}
+        waits.acked = {
             pod: r.generation
             for pod, r in state.results.items()
             if isinstance(r, PodMetrics) and r.generation is not None
         }
+        waits.status_generation = state.status_generation
+        if waits.published_at is None:
+            waits.published_at = state.now  # a hand-over found in the ConfigMap (a restart): polls start now
+        await self._publish_next()
+
+    def handover_poll_delay(self) -> float | None:
+        """Seconds until `poll_handover` should run, or None while no hand-over waits on a pod it can ask."""
+        waits = self.waits
+        if waits.published_at is None or not waits.awaited(self.publication):
+            return None
+        waited = (self.ctx.clock() - waits.published_at).total_seconds()
+        config = self.ctx.config
+        return handover_poll_delay(waited, config.handover_poll, config.scrape_interval)
+
+    async def poll_handover(self) -> None:
+        """Between rounds: scrape the pods a pending hand-over waits on (and only those), and publish the next
+        generation once one of them has acknowledged its revocation. Pods and the other pods' generations are
+        the last round's: a pod gone since then is still waited for (safe), never taken for gone."""
+        waits = self.waits
+        awaited = waits.awaited(self.publication)
+        if not awaited or waits.names is None:
+            return
+        results = await self.ctx.scraper.scrape_all({pod: waits.urls[pod] for pod in awaited}, waits.names)
+        waits.polls += len(results)
+        self.ctx.metrics.handover_polls.labels(self.app.namespace, self.app.name).inc(len(results))
+        for pod, result in results.items():
+            if isinstance(result, PodMetrics) and result.generation is not None:
+                waits.acked[pod] = result.generation
+        acknowledged = awaited - waits.awaited(self.publication)
+        if acknowledged:
+            self.report.journal("handover-poll", pods=sorted(acknowledged), polls=waits.polls)
+            await self._publish_next()
+
+    async def _publish_next(self) -> None:
+        published = self.published
+        if published is None:
+            return
+        waits = self.waits
         desired = self.memory.desired if self.memory is not None else None
-        alive = {p.name for p in state.pods if p.alive}
-        candidate = next_generation(published.publication, desired, acked, alive, state.status_generation)
+        candidate = next_generation(
+            published.publication,
+            desired,
+            waits.acked,
+            waits.alive,
+            waits.status_generation,
+            ready=set(waits.acked),  # a pod that reports a generation follows the assignment
+        )
         if candidate is None:
             return
         try:
@@ -308,6 +376,7 @@ class AppReconciler:
             if error.conflict or error.not_found:
                 self.published = None  # someone else wrote or deleted it: read it again next round
             raise
+        waits.published_at, waits.polls = self.ctx.clock(), 0
         self.report.publication(published.publication, candidate, desired or {})
 
     # -- status ----------------------------------------------------------------------------------------

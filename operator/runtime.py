@@ -3,7 +3,8 @@
 One loop per app (inside kopf's daemon for that app, so peering stops it when another operator takes over,
 and deletion of the app ends it): reconciliations of an app never overlap. The loop runs a round every scrape
 interval, or earlier when woken: by a change of the app or of one of its pods (debounced, so that a burst of
-changes makes one round), or by a planner follow-up that falls due before the next scrape.
+changes makes one round), or by a planner follow-up that falls due before the next scrape. While it waits, a
+pending hand-over is polled (`AppReconciler.poll_handover`) in the same loop, so polls never overlap rounds.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class AppRuntime:
         """Reconcile until stopped; a failed round is logged and retried at the next interval."""
         delay = 0.0
         while not self._stop.is_set():
-            if await self._sleep(delay) and self._debounce > 0:
+            if await self._wait(delay) and self._debounce > 0:
                 await self._sleep(self._debounce, wakeable=False)
             if self._stop.is_set():
                 break
@@ -72,6 +73,23 @@ class AppRuntime:
         if probe is None:
             return self._interval
         return max(0.0, min(self._interval, (probe - self._clock()).total_seconds()))
+
+    async def _wait(self, seconds: float) -> bool:
+        """Wait `seconds` for the next round (True if woken early), following any pending hand-over
+        meanwhile. A failed poll ends the wait: the round reads the ConfigMap and the pods afresh."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (poll := self.reconciler.handover_poll_delay()) is not None and poll < deadline - loop.time():
+            if await self._sleep(poll):
+                return True
+            try:
+                await self.reconciler.poll_handover()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("following the hand-over of %s failed; reconciling now", self.app)
+                return True
+        return await self._sleep(max(0.0, deadline - loop.time()))
 
     async def _sleep(self, seconds: float, *, wakeable: bool = True) -> bool:
         """Sleep up to `seconds`; True if woken early by a trigger (or by stop)."""

@@ -85,6 +85,8 @@ class StepResult:
     last_generation: int = 0
     max_warmups: int = 0
     worst_gap: float = 0.0
+    handover_gaps: list[float] = field(default_factory=list)
+    """Seconds each moved task went unprocessed between its old and its new owner."""
     violations: list[str] = field(default_factory=list)
 
     @property
@@ -200,6 +202,7 @@ class Walkthrough:
             if result.name in checked and result.settled is not None:
                 gaps = invariants.unprocessed_seconds(records, tasks, result.started, result.settled + 2.0)
                 result.worst_gap = max(gaps.values())
+                result.handover_gaps = invariants.handover_gaps(records, result.started, result.settled + 2.0)
                 result.violations += invariants.gaps_beyond(gaps, self._max_gap)
         if self._crash is not None and results[-1].name == "pod-crash":
             pod, since = self._crash

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,7 +56,8 @@ class Sandbox:
     running; `namespace` then keeps the kubelet stand-in to one namespace and is where `apply` and the
     readers go (so that sandboxes of several tests can share a server; the operator serves all namespaces,
     as the chart deploys it), and `operator_kubeconfig` runs the operator with other credentials than the
-    administrator's (a ServiceAccount's, as in a cluster).
+    administrator's (a ServiceAccount's, as in a cluster). `keep_requests`
+    keeps every API request of the emulator for `api_requests()` (a benchmark counting them).
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class Sandbox:
         api_server: ApiServer | None = None,
         namespace: str | None = None,
         operator_kubeconfig: Path | None = None,
+        keep_requests: bool = False,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
@@ -84,6 +87,8 @@ class Sandbox:
         self._first_address = first_address
         self._api_server = api_server
         self._api_port = api_port
+        self._keep_requests = keep_requests
+        self._emulator_thread: EmulatorThread | None = None
         self._cleanup = contextlib.ExitStack()
         self.cluster: ApiServer | None = None
         self.kubelet: Kubelet | None = None
@@ -101,10 +106,11 @@ class Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
         with self._cleanup as cleanup:
             if self._api_server is None:
-                emulator = EmulatorThread(
-                    build_emulator(bookmark_interval=1.0), port=self._api_port, kubeconfig=self.kubeconfig
-                )
-                self.cluster = cleanup.enter_context(emulator)
+                built = build_emulator(bookmark_interval=1.0)
+                if self._keep_requests:
+                    built.request_history = None  # else the last 1,000 to 2,000
+                self._emulator_thread = EmulatorThread(built, port=self._api_port, kubeconfig=self.kubeconfig)
+                self.cluster = cleanup.enter_context(self._emulator_thread)
             else:
                 self.cluster = self._api_server
             self.api = cleanup.enter_context(
@@ -235,6 +241,27 @@ class Sandbox:
 
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.record_file)
+
+    def api_requests(self) -> list[ApiRequest]:
+        """The requests the API server answered, oldest first (every one with `keep_requests=True`)."""
+        if self._emulator_thread is None:
+            raise RuntimeError("api_requests() needs the sandbox's own emulator")
+        emulator = self.emulator.emulator
+        return self._emulator_thread.call(
+            lambda: [
+                ApiRequest(str(r.method.value).upper(), r.url.path, r.headers.get("User-Agent", ""))
+                for r in emulator
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One request to the API server: its method, its path and who sent it (the User-Agent header)."""
+
+    method: str
+    path: str
+    agent: str
 
 
 def _json(response: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from smoothscale.assignor.handover import Publication
 
-from .records import longest_gaps, overlaps, processing_intervals
+from .records import handovers, longest_gaps, overlaps, processing_intervals
 
 Record = Mapping[str, Any]
 
@@ -36,6 +36,12 @@ def unprocessed_seconds(
 ) -> dict[str, float]:
     """For each task, the longest time within `[start, end]` in which no process processed it."""
     return longest_gaps(processing_intervals(records), tasks, start, end)
+
+
+def handover_gaps(records: Iterable[Record], start: float, end: float) -> list[float]:
+    """For every task whose processing moved to another process within `[start, end]`, the seconds from its
+    old owner's last processed moment to its new owner's first (`records.handovers`)."""
+    return [handover.gap for handover in handovers(processing_intervals(records), start, end)]
 
 
 def gaps_beyond(gaps: Mapping[str, float], bound: float) -> list[str]:

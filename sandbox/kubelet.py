@@ -9,7 +9,8 @@ What it does, as a kubelet (and a scheduler, and a volume provisioner) would:
   the app's metrics port, with the pod's environment and state volume (`podspec.py`); a claim maps to
   `<root>/claims/<namespace>/<claim>`, which outlives pods, an emptyDir to `<root>/pods/<uid>`, which
   does not;
-- reports `status.podIP`, the phase and the Ready condition (ready once the metrics endpoint answers)
+- reports `status.podIP`, the phase and the Ready condition (ready once the metrics endpoint reports the
+  generation the pod applied: its client follows the assignment)
   through the status subresource;
 - restarts a crashed worker in the same pod (restartPolicy Always or OnFailure), or fails the pod (Never);
 - on deletion, stops the worker (SIGTERM, then SIGKILL after the grace period) and only then releases its
@@ -540,7 +541,8 @@ class Kubelet:
         url = f"http://{worker.ip}:{worker.settings.metrics_port}{worker.settings.metrics_path}"
         try:
             with urllib.request.urlopen(url, timeout=0.5) as response:
-                return bool(response.status == 200)
+                # Ready once the pod follows its assignment (it then reports the generation it applied).
+                return response.status == 200 and contract.GENERATION_METRIC.encode() in response.read()
         except OSError:
             return False
 

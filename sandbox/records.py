@@ -144,3 +144,40 @@ def longest_gaps(
             covered = interval.end
         gaps[task] = max(longest, end - covered)
     return gaps
+
+
+@dataclass(frozen=True)
+class Handover:
+    """`task` went from pod `source_pod` to pod `target_pod`: the old owner last processed it at `stopped`,
+    the new one first at `started`."""
+
+    task: str
+    source_pod: str
+    target_pod: str
+    stopped: float
+    started: float
+
+    @property
+    def gap(self) -> float:
+        """Seconds the task went unprocessed between its two owners."""
+        return self.started - self.stopped
+
+
+def handovers(intervals: Iterable[Interval], start: float, end: float) -> list[Handover]:
+    """Every move of a task to another pod whose new process started within `[start, end]`; the old owner
+    is the process that processed the task last before (the latest end so far). The first process ever to
+    process a task took it over from nobody, and a pod's process restarted after a crash took it over from
+    itself: neither is a hand-over. Sorted by start."""
+    by_task: dict[str, list[Interval]] = defaultdict(list)
+    for interval in intervals:
+        by_task[interval.task].append(interval)
+    found: list[Handover] = []
+    for task, task_intervals in by_task.items():
+        latest: Interval | None = None
+        for interval in sorted(task_intervals):
+            moved = latest is not None and latest.pod != interval.pod
+            if moved and latest is not None and start <= interval.start <= end:
+                found.append(Handover(task, latest.pod, interval.pod, latest.end, interval.start))
+            if latest is None or interval.end >= latest.end:
+                latest = interval
+    return sorted(found, key=lambda h: (h.started, h.task))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,16 +12,19 @@ from .observe import Snapshot, pod_order
 
 def summary_table(results: Sequence[StepResult]) -> str:
     """One line per step: how long it took to settle, the generations it went through, the most warmups at
-    once, the longest time a task went unprocessed, and the number of broken invariants."""
-    header = ("settled in", "generations", "warmups", "worst gap", "violations")
+    once, the longest time a task went unprocessed, the tasks that moved between pods with the median and
+    the longest time one went unprocessed between its two owners, and the number of broken invariants."""
+    header = ("settled in", "generations", "warmups", "worst gap", "moved", "hand-over p50/max", "violations")
     lines = [f"{'step':<10} " + " ".join(f"{title:>{max(10, len(title))}}" for title in header)]
     for result in results:
         seconds = "never" if result.seconds is None else f"{result.seconds:.1f} s"
         generations = f"{result.first_generation}-{result.last_generation}"
         gap = f"{result.worst_gap:.1f} s" if result.worst_gap else "-"
+        moved = result.handover_gaps
+        handover = f"{statistics.median(moved):.2f}/{max(moved):.2f} s" if moved else "-"
         lines.append(
             f"{result.name:<10} {seconds:>10} {generations:>11} {result.max_warmups:>10} {gap:>10} "
-            f"{len(result.violations):>10}"
+            f"{len(moved):>10} {handover:>17} {len(result.violations):>10}"
         )
     return "\n".join(lines)
 

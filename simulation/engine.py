@@ -2,8 +2,10 @@
 
 Scheduled happenings are the scenario's events and their follow-ups, pods applying a published generation,
 and operator wake-ups (a scrape every `scrapeIntervalSeconds`, polls every `handoverPollSeconds` while a
-hand-over is in flight). Between two of them the cluster evolves at constant rates, stopping at every
-internal change (a restore finishing, a backlog drained). Happenings at the same instant run in a fixed
+hand-over is in flight, and `ackDelaySeconds` after a pod a hand-over waits on applied its revocation: the
+operator polls those pods closely, so it learns of the acknowledgment that much later). Between two of them
+the cluster evolves at constant rates, stopping at every internal change (a restore finishing, a backlog
+drained). Happenings at the same instant run in a fixed
 order (events, follow-ups, applies, wake-ups) and ties keep scheduling order, so that one seed always gives
 one result. Invariants are checked at every instant anything changed.
 """
@@ -43,6 +45,7 @@ class _Apply:
 @dataclass(frozen=True, slots=True)
 class _Wake:
     scrape: bool
+    acknowledged: bool = False  # the poll that sees a revoked owner's acknowledgment
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +254,7 @@ class Simulation:
         elif isinstance(what, _Apply):
             self._apply(what)
         else:
-            self._wake(what.scrape)
+            self._wake(what.scrape, periodic=not what.acknowledged)
 
     def _event(self, index: int, event: Event) -> None:
         self._scripted -= 1
@@ -273,13 +276,16 @@ class Simulation:
             self.cluster.apply(
                 pod, publication.generation, publication.assignment.get(pod.name, ClientAssignment())
             )
+            revoking = self.operator.published.revoking.values()
+            if any(r.owner == pod.name and r.generation <= publication.generation for r in revoking):
+                self._at(self.now + self.scenario.operator.ack_delay_seconds, _Wake(False, acknowledged=True))
 
-    def _wake(self, scrape: bool) -> None:
+    def _wake(self, scrape: bool, *, periodic: bool = True) -> None:
         operator, cluster = self.operator, self.cluster
         if scrape:
             self._next_tick = self.now + self.scenario.operator.scrape_interval_seconds
             self._at(self._next_tick, _Wake(scrape=True))
-        else:
+        elif periodic:
             self._poll_at = None
         result = operator.wake(self.now, self.view, scrape=scrape)
         for name in result.retire:

@@ -175,7 +175,8 @@ class Operator:
         if self._memory is not None and inputs != self._idle_on:
             alive = set(acked)
             aim = self.strategy.gate(self._desired, self.published, acked, alive)
-            publication = next_generation(self.published, aim, acked, alive, self.published.generation)
+            ready = {pod for pod, generation in acked.items() if generation >= 0}  # it has read one
+            publication = next_generation(self.published, aim, acked, alive, self.published.generation, ready)
             if publication is None:
                 self._idle_on = inputs  # the same inputs give the same answer: skip them next time
             else:

@@ -77,11 +77,22 @@ class TopologySpec(ScenarioModel):
 
 
 class OperatorSpec(ScenarioModel):
-    scrape_interval_seconds: float = Field(10, gt=0, description="how often the operator observes lags")
-    apply_delay_seconds: Seconds = Field(1, description="time a pod takes to apply a published generation")
+    scrape_interval_seconds: float = Field(
+        5, gt=0, description="how often the operator observes lags (the operator's default)"
+    )
+    apply_delay_seconds: Seconds = Field(
+        0.25,
+        description="time a pod takes to apply a published generation: the watch event, then the app stops "
+        "or starts its tasks (the sandbox's workers take about 0.15 s: benchmarks/handover_bench.py)",
+    )
     apply_jitter_seconds: Seconds = Field(0, description="extra apply delay, uniform in [0, this] (seeded)")
     handover_poll_seconds: float = Field(
         1, gt=0, description="how often the operator polls pods it waits on during a hand-over"
+    )
+    ack_delay_seconds: Seconds = Field(
+        0.1,
+        description="time from a pod applying a generation that revokes its tasks to the operator seeing it "
+        "(the operator polls the pods a hand-over waits on every 0.1 s by default)",
     )
     replan_min_interval_seconds: Seconds | None = Field(
         None,

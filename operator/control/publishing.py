@@ -2,7 +2,12 @@
 
 The two-phase hand-over itself (`smoothscale.assignor.handover.next_publication`) is the assignor's; this
 module adds what the operator knows that the assignor does not: that a ConfigMap can be lost (and pods may
-still run what it said), and that a plan can name a pod that has gone since.
+still run what it said), that a plan can name a pod that has gone since, and which pods follow their
+assignment (they report a generation: a running task moves only to one of them).
+
+Between two rounds, a pending hand-over is followed more closely: the operator polls only the pods it waits
+on (`awaited_owners`), on the schedule of `handover_poll_delay`, and publishes the generation that starts
+their tasks elsewhere as soon as they acknowledge the revocation.
 """
 
 from __future__ import annotations
@@ -51,12 +56,14 @@ def next_generation(
     acked: Mapping[str, int],
     alive: Collection[str],
     status_generation: int,
+    ready: Collection[str] | None = None,
 ) -> Publication | None:
     """The publication to write this round, or None to write nothing.
 
     `desired`: the last plan's assignment (None while nothing is planned); `acked`: the generation each pod
     reports as applied; `alive`: pods that may still be processing; `status_generation`: the generation the
-    app's status last reported as published (a lost ConfigMap is rebuilt above it).
+    app's status last reported as published (a lost ConfigMap is rebuilt above it); `ready`: the pods that
+    follow their assignment, the only ones a running task may move to (None: every pod).
     """
     barrier = barrier_after_loss(published, status_generation, acked)
     if barrier is not None:
@@ -65,4 +72,23 @@ def next_generation(
         return None  # some pod may still run what a lost generation gave it
     if desired is None or not desired_reachable(desired, alive):
         return None  # nothing planned yet, or the plan names a pod that is gone: wait for the next plan
-    return next_publication(published, desired, acked, set(alive))
+    return next_publication(published, desired, acked, set(alive), None if ready is None else set(ready))
+
+
+def awaited_owners(published: Publication, acked: Mapping[str, int], alive: Collection[str]) -> set[str]:
+    """Live pods that a pending hand-over waits on: they have not yet acknowledged the generation that
+    revoked one of their tasks."""
+    return {
+        revocation.owner
+        for revocation in published.revoking.values()
+        if revocation.owner in alive and acked.get(revocation.owner, -1) < revocation.generation
+    }
+
+
+def handover_poll_delay(waited: float, poll: float, interval: float) -> float:
+    """Seconds until the next poll of the pods a hand-over waits on, `waited` seconds after the revocation
+    was published: `poll` at first, then a tenth of the time waited so far, never beyond the scrape
+    interval. A pod that stops its tasks at once is seen within `poll`; one that takes long (a large commit,
+    a stuck callback) is asked less and less often, so the polls of one hand-over stay few (about 10 plus
+    10 per tenfold of waiting), and each adds at most a tenth to the time the hand-over took."""
+    return min(max(poll, waited / 10), interval)

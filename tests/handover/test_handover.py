@@ -61,6 +61,22 @@ def test_a_dead_old_owner_needs_no_ack() -> None:
     assert actives(moved) == {"0_0": "p1"} and not moved.revoking
 
 
+def test_a_task_moves_only_once_its_new_pod_follows_the_assignment() -> None:
+    """A pod just created has no client running yet: revoking a task for it would stop the task for as long
+    as the pod takes to start. The task stays where it runs until the new pod is ready, then moves."""
+    alive = {"p0", "p1"}
+    start = publish(EMPTY, {"p0": A(active=["0_0", "0_1"])}, {}, alive)
+    desired = {"p0": A(active=["0_0"]), "p1": A(active=["0_1"])}
+    assert next_publication(start, desired, {"p0": 1}, alive, ready={"p0"}) is None, "p1 is not up yet"
+    revoke = next_publication(start, desired, {"p0": 1, "p1": 0}, alive, ready={"p0", "p1"})
+    assert revoke is not None and revoke.revoking["0_1"].owner == "p0"
+    moved = publish(revoke, desired, {"p0": 2, "p1": 2}, alive)
+    assert actives(moved) == {"0_0": "p0", "0_1": "p1"}
+    # With nobody running the task, there is no reason to wait: it starts on the pod that will take it.
+    orphan = next_publication(start, desired, {}, {"p1"}, ready=set())
+    assert orphan is not None and actives(orphan) == {"0_1": "p1", "0_0": "p0"}
+
+
 def test_a_move_cancelled_mid_hand_over_goes_back_to_the_owner_at_once() -> None:
     alive = {"p0", "p1"}
     start = publish(EMPTY, {"p0": A(active=["0_0"])}, {}, alive)

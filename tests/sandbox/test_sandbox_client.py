@@ -101,6 +101,20 @@ def test_role_changes_stop_actives_first_and_start_actives_last() -> None:
     assert role_changes(after, after) == []
 
 
+def test_the_generation_is_reported_once_the_assignment_was_read(
+    cluster: RunningEmulator, recorder: Recorder
+) -> None:
+    """The operator moves a running task only to a pod that reports a generation: a pod must not report one
+    before it follows its assignment, or a task handed to it would wait for its client to start."""
+    config = ClientConfig(
+        pod=POD, namespace=NAMESPACE, app=APP, kubeconfig=cluster.kubeconfig, metrics_port=None
+    )
+    client = StreamsClient(config, recorder)
+    assert contract.GENERATION_METRIC not in client.metrics.render().decode()
+    with client:  # nothing is published yet: read, nothing applied
+        eventually(lambda: f"{contract.GENERATION_METRIC} 0.0" in client.metrics.render().decode())
+
+
 def test_a_revoked_task_stops_before_the_generation_is_acknowledged(
     core: kubernetes.client.CoreV1Api, client: StreamsClient, recorder: Recorder
 ) -> None:

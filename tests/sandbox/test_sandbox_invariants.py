@@ -107,7 +107,19 @@ def test_the_summary_has_a_line_per_step() -> None:
         ),
         StepResult("pod-crash", "", started=20.0, violations=["x"]),
     ]
+    steps[0].handover_gaps = [0.3, 0.2, 1.25]
     lines = summary_table(steps).splitlines()
     assert lines[0].split()[0] == "step" and len(lines) == 3
-    assert lines[1].split() == ["scale-out", "12.5", "s", "3-9", "2", "-", "0"]
+    assert lines[1].split() == ["scale-out", "12.5", "s", "3-9", "2", "-", "3", "0.30/1.25", "s", "0"]
     assert lines[2].split()[:2] == ["pod-crash", "never"] and lines[2].split()[-1] == "1"
+
+
+def test_handover_gaps_are_measured_between_two_processes_of_one_task() -> None:
+    records = [
+        {"kind": "lease", "pod": "a", "pid": 1, "task": "0_0", "start": 1.0, "end": 1.5},
+        {"kind": "release", "pod": "a", "pid": 1, "task": "0_0", "start": 1.0, "end": 1.25},
+        {"kind": "lease", "pod": "b", "pid": 2, "task": "0_0", "start": 1.5, "end": 2.0},
+        {"kind": "lease", "pod": "b", "pid": 2, "task": "0_1", "start": 0.0, "end": 2.0},
+    ]
+    assert invariants.handover_gaps(records, 0.0, 3.0) == [0.25]
+    assert invariants.handover_gaps(records, 1.6, 3.0) == []

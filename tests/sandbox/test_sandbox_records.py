@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from smoothscale.sandbox import changelog
 from smoothscale.sandbox.records import (
+    Handover,
     Interval,
     RecordWriter,
+    handovers,
     longest_gaps,
     overlaps,
     processing_intervals,
@@ -86,6 +88,23 @@ def test_longest_gaps_measure_how_long_a_task_went_unprocessed() -> None:
     ]
     assert longest_gaps(intervals, ["0_0", "0_1"], 0.0, 10.0) == {"0_0": 3.0, "0_1": 10.0}
     assert longest_gaps(intervals, ["0_0"], 1.5, 8.0) == {"0_0": 3.0}
+
+
+def test_a_handover_is_a_change_of_process_and_its_gap_runs_from_the_old_owners_last_moment() -> None:
+    intervals = [
+        Interval("0_0", 1.0, 1.5, "a", 1),
+        Interval("0_0", 1.4, 2.2, "a", 1),  # renewed: the same owner, its processing ends at 2.2
+        Interval("0_0", 2.5, 3.0, "b", 2),  # a -> b: 0.3 s without an owner
+        Interval("0_0", 3.0, 3.5, "b", 2),
+        Interval("0_0", 6.0, 6.5, "b", 3),  # b restarted (another process of the same pod): no move
+        Interval("0_0", 7.0, 7.5, "a", 5),  # b -> a: 0.5 s
+        Interval("0_1", 0.0, 9.0, "c", 4),  # never moved
+        Interval("0_2", 5.0, 5.5, "d", 5),  # first owner: taken over from nobody
+    ]
+    found = handovers(intervals, 0.0, 10.0)
+    assert found == [Handover("0_0", "a", "b", 2.2, 2.5), Handover("0_0", "b", "a", 6.5, 7.0)]
+    assert [round(h.gap, 6) for h in found] == [0.3, 0.5]
+    assert handovers(intervals, 2.6, 10.0) == found[1:]  # only new owners that started within the window
 
 
 def test_writers_of_several_processes_append_whole_lines(tmp_path: Path) -> None:

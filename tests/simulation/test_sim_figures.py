@@ -12,21 +12,26 @@ NO_DELAYS = {"applyDelaySeconds": 0, "handoverPollSeconds": 1}
 
 def test_eager_downtime_is_the_restore_time_of_the_moved_tasks() -> None:
     """1 -> 2 pods, four 1 M-record tasks: eager moves two to the new pod, which restores both at once at
-    50 k records/s each (its 100 k budget split in two), 20 s each. Every task also stops for one poll
-    interval (1 s) between the stop-the-world generation and the target."""
+    50 k records/s each (its 100 k budget split in two), 20 s each. Every task also stops for one
+    acknowledgment delay (0.1 s) between the stop-the-world generation and the target."""
     result = simulate(small_scenario(operator=NO_DELAYS), "eager", seed=0)
     assert result.restore_downtime_task_seconds == pytest.approx(2 * 20.0)
-    assert result.handover_downtime_task_seconds == pytest.approx(4 * 1.0)
+    assert result.handover_downtime_task_seconds == pytest.approx(4 * 0.1)
     assert result.records_restored == pytest.approx(2 * 1_000_000)
 
 
 @pytest.mark.parametrize("strategy", ["kip441", "smoothscale"])
 def test_moves_through_warmups_never_wait_for_a_restore(strategy: str) -> None:
-    """The same scale-out without stopping the world: each moved task pauses only for its hand-over, one
-    apply delay (1 s by default) between its old owner stopping and its new owner starting."""
+    """The same scale-out without stopping the world: each moved task pauses only for its hand-over, between
+    its old owner stopping and its new owner starting: the operator sees the acknowledgment one ack delay
+    later (0.1 s by default), the new owner applies the next generation one apply delay later (0.25 s)."""
     result = simulate(small_scenario(), strategy, seed=0)
     assert result.restore_downtime_task_seconds == 0
-    assert result.handover_downtime_task_seconds == pytest.approx(2 * 1.0)
+    assert result.handover_downtime_task_seconds == pytest.approx(2 * (0.1 + 0.25))
+    slow = simulate(small_scenario(operator={"ackDelaySeconds": 2}), strategy, seed=0)
+    # A slower acknowledgment: the periodic poll, 1 s after the revocation, sees it first (0.75 s after the
+    # old owner stopped), then the new owner applies.
+    assert slow.handover_downtime_task_seconds == pytest.approx(2 * ((1.0 - 0.25) + 0.25))
 
 
 def test_smoothscale_balances_sooner_than_kip441_and_eager_stops_more() -> None:

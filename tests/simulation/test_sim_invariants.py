@@ -44,7 +44,11 @@ def test_library_has_every_seed_example_and_the_realistic_ones() -> None:
 
 
 def _unsafe_publication(
-    published: Publication, desired: dict[str, ClientAssignment], acked: object, alive: object
+    published: Publication,
+    desired: dict[str, ClientAssignment],
+    acked: object,
+    alive: object,
+    ready: object = None,
 ) -> Publication | None:
     """A hand-over without its first phase: publishes the desired assignment as it is."""
     if dict(published.assignment) == dict(desired):
