@@ -1,0 +1,108 @@
+"""A sandbox broker's `server.properties`: KRaft combined mode (broker and controller in one JVM) on loopback.
+
+Pure: ports, racks and folders in, properties out. Every node is a voter of a static controller quorum
+(`controller.quorum.voters`), so one node or three are configured the same way. The internal topics'
+replication follows the number of nodes (at most 3), the group coordinator starts rebalances at once
+(`group.initial.rebalance.delay.ms=0`, as tests and the demo want), and the internal topics get few
+partitions so that a broker on two shared cores creates them quickly.
+
+With `sasl_users`, every node also listens for SASL/PLAIN clients (users and passwords given here) on a
+port of its own: the operator's credential handling is tested against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    """The ports one node listens on (all on 127.0.0.1)."""
+
+    client: int
+    controller: int
+    sasl: int | None = None
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One node of the cluster: its id (1-based), rack, data folder and ports."""
+
+    node_id: int
+    rack: str | None
+    data_dir: Path
+    ports: NodePorts
+
+
+def server_properties(
+    node: NodeConfig, voters: Sequence[NodeConfig], sasl_users: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The properties of `node` in a cluster whose controller quorum is `voters` (every node)."""
+    replication = str(min(3, len(voters)))
+    min_isr = str(max(1, min(2, len(voters) - 1)))
+    listeners = [
+        f"PLAINTEXT://{LOOPBACK}:{node.ports.client}",
+        f"CONTROLLER://{LOOPBACK}:{node.ports.controller}",
+    ]
+    protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
+    advertised = [f"PLAINTEXT://{LOOPBACK}:{node.ports.client}"]
+    properties = {
+        "process.roles": "broker,controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": ",".join(
+            f"{voter.node_id}@{LOOPBACK}:{voter.ports.controller}" for voter in voters
+        ),
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(node.data_dir),
+        "num.partitions": "1",
+        "default.replication.factor": replication,
+        "min.insync.replicas": "1",
+        "offsets.topic.replication.factor": replication,
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": replication,
+        "transaction.state.log.min.isr": min_isr,
+        "transaction.state.log.num.partitions": "4",
+        "share.coordinator.state.topic.replication.factor": replication,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.flush.interval.messages": "9223372036854775807",
+    }
+    if node.rack is not None:
+        properties["broker.rack"] = node.rack
+    if sasl_users is not None:
+        if node.ports.sasl is None:
+            raise ValueError(f"node {node.node_id} has SASL users but no SASL port")
+        listeners.append(f"SASL_PLAINTEXT://{LOOPBACK}:{node.ports.sasl}")
+        advertised.append(f"SASL_PLAINTEXT://{LOOPBACK}:{node.ports.sasl}")
+        protocols.append("SASL_PLAINTEXT:SASL_PLAINTEXT")
+        properties["sasl.enabled.mechanisms"] = "PLAIN"
+        properties["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = _plain_jaas(sasl_users)
+    properties["listeners"] = ",".join(listeners)
+    properties["advertised.listeners"] = ",".join(advertised)
+    properties["listener.security.protocol.map"] = ",".join(protocols)
+    return properties
+
+
+def render(properties: Mapping[str, str]) -> str:
+    """A Java properties file (values escaped as `java.util.Properties` reads them)."""
+    return "".join(f"{key}={_escape(value)}\n" for key, value in properties.items())
+
+
+def _plain_jaas(users: Mapping[str, str]) -> str:
+    for user, password in users.items():
+        if not user.isidentifier() or '"' in password or "\\" in password:
+            raise ValueError(f"SASL user {user!r}: use an identifier and a password without quotes")
+    entries = " ".join(f'user_{user}="{password}"' for user, password in users.items())
+    return f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n")

@@ -1,0 +1,39 @@
+"""Fixtures every test folder may use: real Apache Kafka brokers (`smoothscale.sandbox.kafka`).
+
+They start lazily, once per test run, only when a test asks for them: tests without Kafka never pay for a
+JVM. Both stop their JVMs when the run ends, also after failures. The brokers' own logs (server.log,
+controller.log, state-change.log) go to `<logs>/broker-<id>/`, where `<logs>` is `$SMOOTHSCALE_KAFKA_LOGS`
+if set (to keep them, e.g. as log-parser material), else a temporary folder of the run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from smoothscale.sandbox.kafka.broker import KafkaCluster
+
+KAFKA_LOGS_ENV = "SMOOTHSCALE_KAFKA_LOGS"
+
+
+def _log_dir(factory: pytest.TempPathFactory, name: str) -> Path:
+    chosen = os.environ.get(KAFKA_LOGS_ENV)
+    return Path(chosen) / name if chosen else factory.mktemp(f"{name}-logs")
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One broker (and KRaft controller) on 127.0.0.1, without a rack."""
+    with KafkaCluster(tmp_path_factory.mktemp("kafka"), _log_dir(tmp_path_factory, "kafka")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka_racks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """Three brokers, `broker.rack` zone-a, zone-b and zone-c (node ids 1, 2, 3)."""
+    work_dir = tmp_path_factory.mktemp("kafka-racks")
+    with KafkaCluster(work_dir, _log_dir(tmp_path_factory, "kafka-racks"), brokers=3) as cluster:
+        yield cluster
