@@ -76,6 +76,7 @@ class KafkaCluster:
         sasl_users: Mapping[str, str] | None = None,
         heap: str = DEFAULT_HEAP,
         libs: Path | None = None,
+        cluster_id: str | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
@@ -93,7 +94,7 @@ class KafkaCluster:
         self.sasl_users = dict(sasl_users) if sasl_users is not None else None
         self._heap = heap
         self._libs = libs
-        self._cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         ports = _free_ports(brokers * (3 if sasl_users is not None else 2))
         self._nodes: dict[int, _Node] = {}
         for index, rack in enumerate(chosen_racks):
@@ -232,8 +233,8 @@ class KafkaCluster:
                 *self._java(libs, node, heap="128m"),
                 "kafka.tools.StorageTool",
                 "format",
-                "--cluster-id",
-                self._cluster_id,
+                # One argument: a cluster id may start with '-' (base64url), which would read as an option.
+                f"--cluster-id={self.cluster_id}",
                 "--config",
                 str(node.properties_file),
             ]

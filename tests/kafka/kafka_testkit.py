@@ -5,29 +5,14 @@ from __future__ import annotations
 import os
 import time
 
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
 
-QUIET = {"log_level": 0}
+from smoothscale.sandbox.kafka.topics import QUIET
 
 
 def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-
-
-def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1) -> None:
-    client = admin(bootstrap)  # kept referenced: a destroyed client fails its pending futures
-    futures = client.create_topics([NewTopic(name, partitions, replication)], operation_timeout=20)
-    futures[name].result(timeout=30)
-
-
-def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
-    """`counts[p]` records into partition p, all acknowledged."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
-    for partition, count in counts.items():
-        for index in range(count):
-            producer.produce(topic, value=f"record-{index}".encode(), partition=partition)
-    assert producer.flush(30) == 0
 
 
 def consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 30) -> list[bytes]:
