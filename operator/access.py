@@ -50,6 +50,8 @@ CLIENT_ACCESS: Final[frozenset[Access]] = (
     | _rows("", "persistentvolumeclaims", "create", "delete")
     # The assignment ConfigMap: read after a restart, created once, then patched for every generation.
     | _rows("", "configmaps", "get", "create", "patch")
+    # The Secret an app's spec.kafka.secretRef names, read by name (never listed or watched).
+    | _rows("", "secrets", "get")
     # The app's status.
     | _rows(resource_names.GROUP, f"{resource_names.PLURAL}/status", "patch")
     # Pods, claims and the ConfigMap are owned by their app with blockOwnerDeletion (see the module doc).

@@ -46,8 +46,17 @@ from .control.probing import PlanMemory, fingerprint, holders, settled
 from .control.publishing import awaited_owners, handover_poll_delay, next_generation
 from .control.rates import ProcessRates, owner_rates
 from .control.scaling import PodSetInput, as_planned, plan_pod_set
-from .control.snapshot import build_snapshot, merge_end_offsets, observed_clients, task_ids
-from .control.status import PlanOutcome, Problem, StatusInput, active_lag, build_status, leaving_pods
+from .control.snapshot import build_snapshot, changelog_sizes, merge_end_offsets, observed_clients, task_ids
+from .control.status import (
+    KafkaOutcome,
+    PlanOutcome,
+    Problem,
+    StatusInput,
+    active_lag,
+    build_status,
+    leaving_pods,
+)
+from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
 from .podset import template_revision
@@ -113,6 +122,8 @@ class AppReconciler:
         self.problems: list[str] | None = None
         self.end_offsets: dict[str, int] = {}
         self.process_rates = ProcessRates()
+        self.kafka = KafkaObserver(app, context.api, context.clock)
+        self.planned_racks: dict[str, list[list[str]]] = {}
         self.scale_down_hold = ScaleDownHold()
         self.failing: set[str] = set()
         self.known_pods: set[str] = set()
@@ -137,6 +148,7 @@ class AppReconciler:
         if self.published is None or now - self.loaded_at >= self.recheck:
             await self._load(now)
         working_spec = spec or self.last_good
+        self.report.post(self.kafka.poll(working_spec))
         results = await self._scrape(pods, working_spec) if working_spec is not None else {}
         reported = ((seen.body.get("status") or {}).get("assignment") or {}).get("generation")
         state = _Round(now, spec, problems, pods, results, status_generation=int(reported or 0))
@@ -156,6 +168,7 @@ class AppReconciler:
         return self.memory.next_probe if self.memory is not None else None
 
     def forget(self) -> None:
+        self.kafka.close()
         self.report.forget()
 
     # -- observation -----------------------------------------------------------------------------------
@@ -289,6 +302,8 @@ class AppReconciler:
                 now=state.now,
                 waited=(state.now - self.started_at).total_seconds(),
                 startup_grace=self.ctx.config.startup_grace,
+                racks_changed=self.kafka.facts.racks != self.planned_racks,
+                waiting_for_kafka=self.kafka.first_read_pending,
             )
         )
         if decision.held_for:
@@ -302,10 +317,13 @@ class AppReconciler:
             return
         started = time.perf_counter()
         rates = self.process_rates.means()
-        snapshot = build_snapshot(spec, state.now, clients, self.publication, self.end_offsets, rates)
+        end_offsets = changelog_sizes(self.end_offsets, self.kafka.facts.changelog_offsets)
+        racks = self.kafka.facts.racks
+        snapshot = build_snapshot(spec, state.now, clients, self.publication, end_offsets, rates, racks)
         result = await asyncio.to_thread(make_plan, snapshot)
         duration = time.perf_counter() - started
         self.memory = PlanMemory(generation, fingerprint(clients), state.now, result)
+        self.planned_racks = racks
         self.report.plan(str(decision.due), result, duration, len(clients), len(snapshot.tasks))
 
     def _settled(self) -> bool:
@@ -406,6 +424,7 @@ class AppReconciler:
                 ),
                 degraded=state.degraded or self._degraded(state),
                 invalid_spec=Problem("SpecInvalid", "; ".join(state.problems)) if state.problems else None,
+                kafka=self._kafka_outcome(spec),
                 previous=self.report.previous_status(seen.body),
                 now=state.now,
             )
@@ -420,6 +439,13 @@ class AppReconciler:
         if failed:
             return Problem("MetricsUnavailable", f"no metrics from {', '.join(failed)}")
         return None
+
+    def _kafka_outcome(self, spec: StreamsAppSpec | None) -> KafkaOutcome | None:
+        if spec is None or spec.kafka is None:
+            return None
+        failed = self.kafka.problem
+        problem = Problem(failed.reason, failed.message) if failed is not None else None
+        return KafkaOutcome(problem, self.kafka.read_once, self.kafka.facts.status)
 
     def _plan_outcome(self) -> PlanOutcome | None:
         memory = self.memory

@@ -47,6 +47,10 @@ class PlanningInput:
     """Plan again when the last plan's follow-up probe is due."""
     catch_up: bool = True
     """Plan again as soon as a copy the last plan waits for has caught up."""
+    racks_changed: bool = False
+    """The input partitions' racks read from Kafka differ from those the last plan used."""
+    waiting_for_kafka: bool = False
+    """`spec.kafka` is set and its first read has not finished: planning waits (a few timeouts at most)."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,12 @@ def decide_planning(given: PlanningInput) -> PlanningDecision:
     due = plan_trigger(
         memory, given.spec_generation, fingerprint(given.clients), ready, given.now, probing=given.probing
     )
+    if due is None and given.racks_changed:
+        due = PlanTrigger.KAFKA_RACKS_CHANGED
     if due is None:
         return PlanningDecision()
+    if given.waiting_for_kafka:
+        return PlanningDecision(due)
     missing = missing_holders(given.published, [c.pod for c in given.clients], given.reported)
     if missing:
         return PlanningDecision(due, held_for=tuple(missing))

@@ -34,6 +34,7 @@ class PlanTrigger(StrEnum):
     PODS_CHANGED = "PodsChanged"
     CAUGHT_UP = "CaughtUp"
     PROBING_INTERVAL = "ProbingInterval"
+    KAFKA_RACKS_CHANGED = "KafkaRacksChanged"
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """The planner's input (Contract 1) from what the operator observes about one app.
 
-Tasks come from the spec's topology (`<subtopology>_<partition>`), with their racks from the spec's static
-map, their changelog length from the end offsets the pods report, and their weight from the measured
-processing rates when the spec balances by weight (`task_weights`). Clients are the app's pods that run on
-a node and are not being deleted, with their node's zone, their leaving time, the lags they reported, and
-their roles in the published generation. Tasks a pod reports but the topology no longer has are left out:
-the planner refuses unknown task ids.
+Tasks come from the spec's topology (`<subtopology>_<partition>`), with their racks read from Kafka or from
+the spec's static map, their changelog length from Kafka's end offsets or else from the end offsets the
+pods report, and their weight from the measured processing rates when the spec balances by weight
+(`task_weights`). Clients are the app's pods that run on a node and are not being deleted, with their
+node's zone, their leaving time, the lags they reported, and their roles in the published generation.
+Tasks a pod reports but the topology no longer has are left out: the planner refuses unknown task ids.
 """
 
 from __future__ import annotations
@@ -71,8 +71,12 @@ def task_weights(spec: StreamsAppSpec, rates: Mapping[str, float]) -> dict[str, 
 
 
 def build_tasks(
-    spec: StreamsAppSpec, end_offsets: Mapping[str, int], rates: Mapping[str, float] | None = None
+    spec: StreamsAppSpec,
+    end_offsets: Mapping[str, int],
+    rates: Mapping[str, float] | None = None,
+    racks: Mapping[str, Sequence[Sequence[str]]] | None = None,
 ) -> list[Task]:
+    """`racks`: input topic -> per partition, the zones of its replicas, as read from Kafka."""
     weights = task_weights(spec, rates or {})
     return [
         Task(
@@ -80,7 +84,7 @@ def build_tasks(
             subtopology=sub.name,
             stateful=sub.stateful,
             changelog_offsets=end_offsets.get(f"{sub.name}_{p}", 0),
-            input_partition_racks=input_partition_racks(spec, sub, p),
+            input_partition_racks=input_partition_racks(spec, sub, p, racks),
             weight=weights[f"{sub.name}_{p}"],
         )
         for sub in spec.topology.subtopologies
@@ -99,6 +103,12 @@ def merge_end_offsets(known: Mapping[str, int], reports: Iterable[Mapping[str, i
     return merged
 
 
+def changelog_sizes(reported: Mapping[str, int], read: Mapping[str, int]) -> dict[str, int]:
+    """Each task's changelog size: the end offsets read from Kafka where there are some (the broker's word,
+    current), else the largest end offset a pod reported."""
+    return {**reported, **read}
+
+
 def build_snapshot(
     spec: StreamsAppSpec,
     now: datetime,
@@ -106,9 +116,12 @@ def build_snapshot(
     published: Publication,
     end_offsets: Mapping[str, int],
     rates: Mapping[str, float] | None = None,
+    racks: Mapping[str, Sequence[Sequence[str]]] | None = None,
 ) -> Snapshot:
-    """`rates`: each task's averaged processing rate (records/s), the weights of `balanceBy: weight`."""
-    return planner_input(now, planner_config(spec), build_tasks(spec, end_offsets, rates), clients, published)
+    """`rates`: each task's averaged processing rate (records/s), the weights of `balanceBy: weight`;
+    `racks`: the input partitions' zones read from Kafka (`spec.racks` overrides them per topic)."""
+    tasks = build_tasks(spec, end_offsets, rates, racks)
+    return planner_input(now, planner_config(spec), tasks, clients, published)
 
 
 def planner_input(

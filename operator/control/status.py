@@ -20,6 +20,7 @@ from ..resource import (
     Condition,
     ConditionStatus,
     ConditionType,
+    KafkaStatus,
     LagStatus,
     LeavingPod,
     Phase,
@@ -50,6 +51,15 @@ class PlanOutcome:
 
 
 @dataclass(frozen=True)
+class KafkaOutcome:
+    """Reading Kafka (`spec.kafka` set): the failure of the last read, if any, and what was last read."""
+
+    problem: Problem | None
+    read_once: bool
+    status: KafkaStatus | None
+
+
+@dataclass(frozen=True)
 class Leaving:
     pod: str
     since: datetime
@@ -76,6 +86,8 @@ class StatusInput:
     now: datetime
     recommended_replicas: int | None = None
     """`autoscale.recommended_replicas`: None while no processing rate has been measured."""
+    kafka: KafkaOutcome | None = None
+    """None without `spec.kafka`: no KafkaUnavailable condition, no `status.kafka`."""
 
 
 def build_status(given: StatusInput) -> StreamsAppStatus:
@@ -88,6 +100,7 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
         _scaling_down(given),
         _problem(ConditionType.DEGRADED, given.degraded, "AllPodsReporting", "every pod reports its metrics"),
         _problem(ConditionType.INVALID_SPEC, given.invalid_spec, "SpecValid", "the spec can be acted on"),
+        *_kafka(given.kafka),
     ]
     stamped = [_stamp(c, given) for c in conditions]
     published = given.published
@@ -114,6 +127,7 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
         autoscaling=AutoscalingStatus(
             migrating=_is_migrating(given), recommended_replicas=given.recommended_replicas
         ),
+        kafka=given.kafka.status if given.kafka is not None else None,
     )
 
 
@@ -180,6 +194,17 @@ def _problem(kind: ConditionType, problem: Problem | None, ok_reason: str, ok_me
     if problem is None:
         return kind, ConditionStatus.FALSE, ok_reason, ok_message
     return kind, ConditionStatus.TRUE, problem.reason, problem.message
+
+
+def _kafka(outcome: KafkaOutcome | None) -> list[_Draft]:
+    """KafkaUnavailable, only for apps with `spec.kafka`: planning goes on either way (with what was read
+    last), so the condition informs and does not change the phase."""
+    if outcome is None:
+        return []
+    if outcome.problem is None and not outcome.read_once:
+        message = "Kafka has not been read yet"
+        return [(ConditionType.KAFKA_UNAVAILABLE, ConditionStatus.UNKNOWN, "KafkaNotReadYet", message)]
+    return [_problem(ConditionType.KAFKA_UNAVAILABLE, outcome.problem, "KafkaAvailable", "Kafka answers")]
 
 
 def _stamp(draft: _Draft, given: StatusInput) -> Condition:

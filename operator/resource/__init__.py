@@ -1,10 +1,12 @@
 """The `StreamsApp` resource (Contract 2, docs/architecture.md): models, validation, planner config.
 
-Import from here; the submodules each hold one concern (`spec`, `status`, `app`, `validation`, `planner`,
-`openapi`, `names`, `fields`).
+Import from here; the submodules each hold one concern (`spec`, `kafka`, `status`, `kafkastatus`, `app`,
+`validation`, `planner`, `openapi`, `names`, `fields`).
 """
 
 from .app import StreamsApp
+from .kafka import KafkaSecretRef, KafkaSpec, SaslMechanism, SecurityProtocol
+from .kafkastatus import ChangelogStatus, ConsumerGroupMember, ConsumerGroupStatus, KafkaStatus
 from .planner import input_partition_racks, planner_config
 from .spec import (
     AssignmentSpec,
@@ -38,10 +40,16 @@ __all__ = [
     "AssignmentSpec",
     "AssignmentStatus",
     "AutoscalingStatus",
+    "ChangelogStatus",
     "Condition",
     "ConditionStatus",
     "ConditionType",
+    "ConsumerGroupMember",
+    "ConsumerGroupStatus",
     "InvalidSpecError",
+    "KafkaSecretRef",
+    "KafkaSpec",
+    "KafkaStatus",
     "LagStatus",
     "LeavingPod",
     "MetricNames",
@@ -51,7 +59,9 @@ __all__ = [
     "PodTemplate",
     "ProbingStatus",
     "RackAwareSpec",
+    "SaslMechanism",
     "ScalingSpec",
+    "SecurityProtocol",
     "StorageSpec",
     "StreamsApp",
     "StreamsAppSpec",

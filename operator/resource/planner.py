@@ -7,6 +7,8 @@ and a test notices when it is missing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from smoothscale.assignor.models import PlannerConfig, RackAwareConfig
 
 from .durations import parse_duration
@@ -37,17 +39,22 @@ def planner_config(spec: StreamsAppSpec) -> PlannerConfig:
 
 
 def input_partition_racks(
-    spec: StreamsAppSpec, subtopology: SubtopologySpec, partition: int
+    spec: StreamsAppSpec,
+    subtopology: SubtopologySpec,
+    partition: int,
+    read: Mapping[str, Sequence[Sequence[str]]] | None = None,
 ) -> list[list[str]]:
-    """A task's `inputPartitionRacks` from the spec's static `racks` map.
+    """A task's `inputPartitionRacks` from the racks `read` from Kafka, overridden per topic by the spec's
+    static `racks` map.
 
     Task `<name>_<p>` reads partition p of each of its subtopology's input topics (Kafka Streams
-    co-partitions them). Topics the map does not cover are left out, and an empty result means "no rack
+    co-partitions them). Topics neither covers are left out, and an empty result means "no rack
     information", as the planner expects.
     """
+    known = {**(read or {}), **spec.racks}
     racks: list[list[str]] = []
     for topic in subtopology.input_topics:
-        per_partition = spec.racks.get(topic)
+        per_partition = known.get(topic)
         if per_partition is not None and partition < len(per_partition):
             racks.append(list(per_partition[partition]))
     return racks

@@ -20,6 +20,7 @@ from smoothscale.client import contract
 
 from .base import SpecModel
 from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone
+from .kafka import KafkaSpec
 
 __all__ = [
     "AssignmentSpec",
@@ -91,6 +92,13 @@ class SubtopologySpec(SpecModel):
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     weight: float = Field(1.0, gt=0, description="Relative processing cost of one task of this subtopology.")
+    stores: list[TopicName] = Field(
+        default_factory=list,
+        description="The subtopology's state stores. With spec.kafka, their changelog topics "
+        "(<applicationId>-<store>-changelog) give its tasks' restore sizes; a changelog of a store no "
+        "subtopology lists belongs to the one stateful subtopology with as many partitions, if there is one.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
 
 
 class TopologySpec(SpecModel):
@@ -307,8 +315,14 @@ class StreamsAppSpec(SpecModel):
     )
     racks: dict[str, list[list[Zone]]] = Field(
         default_factory=dict,
-        description="Static rack information for apps that do not report it: input topic -> one entry per "
-        "partition (index = partition number) -> zones holding a replica of that partition.",
+        description="Static rack information: input topic -> one entry per partition (index = partition "
+        "number) -> zones holding a replica of that partition. With spec.kafka the racks are read from "
+        "Kafka; a topic listed here overrides what Kafka says.",
+    )
+    kafka: KafkaSpec | None = Field(
+        None,
+        description="The app's Kafka cluster: the operator reads input partitions' racks, changelog end "
+        "offsets and the consumer group from it. Absent: Kafka is not read.",
     )
 
     def subtopology(self, name: str) -> SubtopologySpec | None:

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from .base import StatusModel
 from .fields import ConditionReason, ConditionTypeName, Timestamp
+from .kafkastatus import KafkaStatus
 
 __all__ = [
     "AssignmentStatus",
@@ -38,6 +39,7 @@ class ConditionType(StrEnum):
     SCALING_DOWN = "ScalingDown"
     DEGRADED = "Degraded"
     INVALID_SPEC = "InvalidSpec"
+    KAFKA_UNAVAILABLE = "KafkaUnavailable"
 
 
 class ConditionStatus(StrEnum):
@@ -61,7 +63,7 @@ class Condition(StatusModel):
     """One aspect of the app's state, in the shape of metav1.Condition so generic tools understand it."""
 
     type: ConditionTypeName = Field(
-        description="Ready, Stable, Migrating, ScalingDown, Degraded or InvalidSpec."
+        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec or KafkaUnavailable."
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     observed_generation: int | None = Field(
@@ -139,7 +141,7 @@ class StreamsAppStatus(StatusModel):
     )
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec.",
+        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     assignment: AssignmentStatus | None = Field(None, description="The published assignment.")
@@ -151,6 +153,7 @@ class StreamsAppStatus(StatusModel):
     )
     lag: LagStatus | None = Field(None, description="Processing lag.")
     autoscaling: AutoscalingStatus | None = Field(None, description="Signals for autoscalers.")
+    kafka: KafkaStatus | None = Field(None, description="What was last read from Kafka (with spec.kafka).")
 
     def condition(self, type_: str) -> Condition | None:
         """The condition of `type_`, if set: callers keep its lastTransitionTime when its status stays."""

@@ -67,6 +67,7 @@ def semantic_problems(spec: StreamsAppSpec) -> list[str]:
         *_assignment_problems(spec),
         *_scaling_problems(spec),
         *_template_problems(spec),
+        *_kafka_problems(spec),
     ]
 
 
@@ -149,6 +150,32 @@ def _template_problems(spec: StreamsAppSpec) -> Iterator[str]:
             yield from _named_objects(container.get("env"), f"{where}.spec.{key}[{index}].env")
             if not isinstance(container.get("securityContext") or {}, dict):
                 yield f"{where}.spec.{key}[{index}].securityContext: must be an object"
+
+
+def _kafka_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    kafka = spec.kafka
+    if kafka is None:
+        return
+    where = "spec.kafka"
+    protocol = kafka.security_protocol
+    if protocol.uses_sasl and kafka.sasl_mechanism is None:
+        yield f"{where}.saslMechanism: is required with securityProtocol {protocol}"
+    if protocol.uses_sasl and kafka.secret_ref is None:
+        yield f"{where}.secretRef: is required with securityProtocol {protocol} (for the SASL credentials)"
+    if not protocol.uses_sasl and kafka.sasl_mechanism is not None:
+        yield f"{where}.saslMechanism: needs securityProtocol SASL_PLAINTEXT or SASL_SSL (got {protocol})"
+    for field, value in (("refreshInterval", kafka.refresh_interval), ("timeout", kafka.timeout)):
+        if parse_duration(value) < 1.0:
+            yield f"{where}.{field}: must be at least 1s (got {value!r})"
+    stores: dict[str, int] = {}
+    for index, sub in enumerate(spec.topology.subtopologies):
+        for store in sub.stores:
+            owner = stores.setdefault(store, index)
+            if owner != index:
+                yield (
+                    f"spec.topology.subtopologies[{index}].stores: store {store!r} is already listed by "
+                    f"subtopologies[{owner}]; a store belongs to one subtopology"
+                )
 
 
 def _named_objects(value: object, where: str) -> Iterator[str]:

@@ -7,7 +7,8 @@ and records the permission each request used. The operator is told apart from th
 fake app pods, the test's kubectl) by the bearer token in its kubeconfig.
 
 Passing means: nothing was denied (the chart grants enough for a full lifecycle: pods and claims created,
-the assignment ConfigMap published and updated, pods marked leaving and retired with their claims), and
+the assignment ConfigMap published and updated, pods marked leaving and retired with their claims, the
+Kafka Secret read), and
 every granted permission was used (nothing is granted that the operator does not need), except the one the
 API server checks at admission rather than per request (`streamsapps/finalizers` update, see
 smoothscale.operator.access).
@@ -111,6 +112,15 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
     )
     app: Json = testkit.streamsapp(replicas=3, partitions=6, storage=True)
     app["spec"]["storage"]["deleteOnScaleDown"] = True
+    # Credentials for a Kafka nobody listens for: the Secret is read (get), Kafka fails, planning goes on.
+    app["spec"]["kafka"] = {
+        "bootstrapServers": "127.0.0.1:1",
+        "securityProtocol": "SASL_PLAINTEXT",
+        "saslMechanism": "PLAIN",
+        "secretRef": {"name": "orders-kafka"},
+        "timeout": "1s",
+    }
+    secret = {"metadata": {"name": "orders-kafka"}, "stringData": {"username": "u", "password": "p"}}
     with (
         kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig)) as client,
         FakeKubelet(cluster.url, catch_up_lag=1000) as fake,
@@ -119,6 +129,7 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
         ),
     ):
         kube = testkit.Kubectl(client)
+        kubernetes.client.CoreV1Api(client).create_namespaced_secret("default", secret)
         kube.apply(app)
         testkit.wait_for(lambda: testkit.balanced(kube.publication(), 3, 6), what="balance on 3")
         kube.patch_app("orders", {"spec": {"replicas": 2}})

@@ -103,6 +103,7 @@ def test_list_types(spec_schema: Json, status_schema: Json) -> None:
     assert {path: node["x-kubernetes-list-type"] for path, node in lists.items()} == {
         ".topology.subtopologies": "map",
         ".topology.subtopologies[].inputTopics": "set",
+        ".topology.subtopologies[].stores": "set",
         ".conditions": "map",
         ".leaving": "map",
     }

@@ -74,6 +74,7 @@ def test_condition_types_are_the_contracts() -> None:
         "ScalingDown",
         "Degraded",
         "InvalidSpec",
+        "KafkaUnavailable",
     ]
     assert [s.value for s in ConditionStatus] == ["True", "False", "Unknown"]
 

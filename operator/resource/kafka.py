@@ -1,0 +1,113 @@
+"""`spec.kafka`: where the app's Kafka cluster is and how to log in, so that the operator can read it.
+
+With this section the operator asks Kafka itself (instead of `spec.racks` and the pods' reports) for the
+racks of the input partitions' replicas, the end offsets of the app's changelog topics and the state of the
+app's consumer group. Changelog topics are found by their names, `<applicationId>-<store>-changelog`, and
+belong to the subtopology that lists the store (`stores`). Credentials never sit in the StreamsApp: they
+come from a Secret in the app's namespace, named here, with the keys of `KafkaSecretRef` (`username` and
+`password` for SASL; `ca.crt`, and `tls.crt`/`tls.key` for mutual TLS, as cert-manager writes them).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import Field
+
+from .base import SpecModel
+from .fields import Duration, Matching
+
+__all__ = ["KafkaSecretRef", "KafkaSpec", "SaslMechanism", "SecurityProtocol"]
+
+BootstrapServers = Annotated[
+    str,
+    Matching(
+        r"^[A-Za-z0-9.\[\]:_-]+:[0-9]{1,5}(,[A-Za-z0-9.\[\]:_-]+:[0-9]{1,5})*$",
+        4096,
+        "comma-separated host:port pairs such as kafka-0.kafka:9092,kafka-1.kafka:9092",
+    ),
+]
+SecretName = Annotated[
+    str,
+    Matching(
+        r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", 253, "a Secret name (lower-case letters, digits, '-', '.')"
+    ),
+]
+SecretKey = Annotated[
+    str, Matching(r"^[-._a-zA-Z0-9]+$", 253, "a Secret key (letters, digits, '-', '_', '.')")
+]
+ApplicationId = Annotated[
+    str,
+    Matching(r"^[A-Za-z0-9._-]+$", 249, "a Kafka Streams application.id (letters, digits, '.', '_', '-')"),
+]
+
+
+class SecurityProtocol(StrEnum):
+    """Kafka's `security.protocol`."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+
+    @property
+    def uses_tls(self) -> bool:
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+
+class SaslMechanism(StrEnum):
+    """Kafka's `sasl.mechanism` (username and password mechanisms)."""
+
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
+class KafkaSecretRef(SpecModel):
+    """A Secret in the app's namespace holding Kafka credentials; the keys may be renamed."""
+
+    name: SecretName = Field(description="Name of the Secret (in the StreamsApp's namespace).")
+    username_key: SecretKey = Field("username", description="Key of the SASL username.")
+    password_key: SecretKey = Field("password", description="Key of the SASL password.")
+    ca_key: SecretKey = Field("ca.crt", description="Key of the PEM CA certificate(s) trusted for TLS.")
+    certificate_key: SecretKey = Field(
+        "tls.crt", description="Key of the PEM client certificate for mutual TLS (used when present)."
+    )
+    private_key_key: SecretKey = Field(
+        "tls.key", description="Key of the PEM client private key for mutual TLS (used when present)."
+    )
+
+
+class KafkaSpec(SpecModel):
+    """The app's Kafka cluster, read by the operator for racks, changelog sizes and group state."""
+
+    bootstrap_servers: BootstrapServers = Field(
+        description="Brokers to connect to first, host:port,host:port (bootstrap.servers)."
+    )
+    application_id: ApplicationId | None = Field(
+        None,
+        description="The app's application.id: its consumer group and the prefix of its internal topics. "
+        "Absent: the StreamsApp's name.",
+    )
+    security_protocol: SecurityProtocol = Field(
+        SecurityProtocol.PLAINTEXT,
+        description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (security.protocol).",
+    )
+    sasl_mechanism: SaslMechanism | None = Field(
+        None,
+        description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; required with SASL_PLAINTEXT and SASL_SSL.",
+    )
+    secret_ref: KafkaSecretRef | None = Field(
+        None,
+        description="The Secret with the credentials; required with SASL and with SSL (for the CA). The "
+        "operator only ever reads the Secret named here (RBAC: get on Secrets, no list or watch).",
+    )
+    refresh_interval: Duration = Field(
+        "30s", description="How often the operator reads Kafka again (racks, offsets, group), e.g. 30s."
+    )
+    timeout: Duration = Field("10s", description="How long one read of Kafka may take before it fails.")

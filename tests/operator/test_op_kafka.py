@@ -1,0 +1,198 @@
+"""The operator reading real Kafka brokers (`spec.kafka`): racks from `broker.rack`, changelog end offsets,
+the consumer group, and `KafkaUnavailable` when Kafka is away, refuses the login or is misconfigured."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer
+from op_testkit import NAMESPACE, Kubectl, actives, balanced, streamsapp, wait_for
+
+from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.kafka.broker import KafkaCluster
+from smoothscale.sandbox.kafka.topics import QUIET, create_topic, produce
+
+USER, PASSWORD = "orders", "orders-secret"
+OperatorFactory = Callable[..., Any]
+
+
+@pytest.fixture(scope="module")
+def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One broker that also takes SASL/PLAIN logins (user `orders`); stopped and started by a test here."""
+    with KafkaCluster(tmp_path_factory.mktemp("kafka-sasl"), sasl_users={USER: PASSWORD}) as cluster:
+        yield cluster
+
+
+def kafka_app(bootstrap: str, *, topic: str = "orders-input", strategy: str = "none", **kafka: Any) -> Any:
+    app = streamsapp(replicas=3, partitions=6, standbys=0)
+    subtopology = app["spec"]["topology"]["subtopologies"][0]
+    subtopology["inputTopics"] = [topic]
+    subtopology["stores"] = ["counts"]
+    app["spec"]["assignment"]["rackAware"] = {"strategy": strategy, "trafficCost": 10, "nonOverlapCost": 1}
+    app["spec"]["kafka"] = {"bootstrapServers": bootstrap, "refreshInterval": "1s", "timeout": "2s", **kafka}
+    return app
+
+
+def sasl_settings(secret: str) -> dict[str, Any]:
+    return {"securityProtocol": "SASL_PLAINTEXT", "saslMechanism": "PLAIN", "secretRef": {"name": secret}}
+
+
+def put_secret(kube: Kubectl, name: str, password: str) -> None:
+    data = {"username": USER, "password": password}
+    encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+    body = {"metadata": {"name": name}, "data": encoded}
+    try:
+        kube.core.create_namespaced_secret(NAMESPACE, body)
+    except kube.api_exception:
+        kube.core.patch_namespaced_secret(name, NAMESPACE, {"data": encoded})
+
+
+def zone_of_pods(kube: Kubectl) -> dict[str, str]:
+    zones = {}
+    for name, pod in kube.pods().items():
+        node = kube.core.read_node(pod.spec.node_name)
+        zones[name] = node.metadata.labels["topology.kubernetes.io/zone"]
+    return zones
+
+
+def settled(kube: Kubectl) -> bool:
+    stable = kube.condition("Stable")
+    return stable.get("status") == "True" and balanced(kube.publication(), 3, 6)
+
+
+def test_min_traffic_puts_actives_in_their_partitions_zones_read_from_broker_rack(
+    kafka_racks: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+) -> None:
+    # Partition p lives on node (p+1) % 3 + 1, so its zone is never the zone of pod p % 3.
+    replicas = [[(p + 1) % 3 + 1] for p in range(6)]
+    create_topic(kafka_racks.bootstrap_servers, "orders-input", 6, replicas=replicas)
+    partition_zone = {f"0_{p}": kafka_racks.rack(nodes[0]) for p, nodes in enumerate(replicas)}
+    with run_operator():
+        kube.apply(kafka_app(kafka_racks.bootstrap_servers, strategy="none"))
+        wait_for(
+            lambda: (
+                settled(kube) and (kube.status().get("kafka") or {}).get("rackTopics") == ["orders-input"]
+            ),
+            timeout=40,
+            what="a stable plan with the racks read from Kafka",
+        )
+        none_cost = kube.status()["assignment"]["crossRackCost"]
+        assert kube.status()["kafka"]["brokers"] == 3
+
+        patch = {"spec": {"assignment": {"rackAware": {"strategy": "min_traffic"}}}}
+        kube.patch_app("orders", patch)
+        wait_for(
+            lambda: settled(kube) and kube.status()["assignment"]["crossRackCost"] == 0,
+            timeout=60,
+            what="min_traffic without cross-zone reads",
+        )
+        zones = zone_of_pods(kube)
+        placed = {task: zones[pod] for task, pod in actives(kube.publication()).items()}
+    assert placed == partition_zone
+    assert none_cost > 0
+
+
+def test_changelog_end_offsets_and_the_consumer_group_are_read(
+    kafka_broker: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, "orders-counts-changelog", 6)
+    produce(bootstrap, "orders-counts-changelog", {p: 5 * (p + 1) for p in range(6)})
+    create_topic(bootstrap, "orders-input", 6)
+    member = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "orders", "client.id": "orders-t1", **QUIET}
+    )
+    member.subscribe(["orders-input"])
+    try:
+        wait_for(lambda: member.poll(0.2) is None and member.assignment(), timeout=30, what="a group member")
+        with run_operator():
+            kube.apply(kafka_app(bootstrap))
+            read = wait_for(
+                lambda: (kube.status().get("kafka") or {}).get("group"), timeout=30, what="status.kafka.group"
+            )
+            kafka = kube.status()["kafka"]
+    finally:
+        member.close()
+    assert kafka["changelogs"] == [
+        {"topic": "orders-counts-changelog", "subtopology": "0", "endOffsets": 105}
+    ]
+    assert read["groupId"] == "orders" and read["state"] == "Stable" and read["protocol"] == "range"
+    assert [(m["clientId"], m["partitions"]) for m in read["members"]] == [("orders-t1", 6)]
+    assert kube.condition("KafkaUnavailable")["status"] == "False"
+
+
+def unavailable(kube: Kubectl) -> dict[str, Any]:
+    condition = kube.condition("KafkaUnavailable")
+    return condition if condition.get("status") == "True" else {}
+
+
+def test_an_unreachable_bootstrap_address_is_named_and_planning_goes_on(
+    kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+) -> None:
+    with run_operator():
+        kube.apply(kafka_app("127.0.0.1:1"))
+        condition = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable")
+        wait_for(lambda: balanced(kube.publication(), 3, 6), timeout=30, what="a plan without Kafka")
+        events = kube.events()
+    assert condition["reason"] == "KafkaUnreachable"
+    assert "127.0.0.1:1" in condition["message"] and "Connection refused" in condition["message"]
+    assert any(
+        kind == "Warning" and reason == "KafkaUnavailable" and "127.0.0.1:1" in message
+        for kind, reason, message in events
+    )
+
+
+def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
+    sasl_kafka: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+) -> None:
+    with run_operator():
+        kube.apply(kafka_app(sasl_kafka.sasl_bootstrap_servers, **sasl_settings("orders-kafka")))
+        missing = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable (no Secret)")
+        put_secret(kube, "orders-kafka", "wrong-password")
+        refused = wait_for(
+            lambda: unavailable(kube).get("reason") == "KafkaAuthenticationFailed" and unavailable(kube),
+            timeout=30,
+            what="KafkaUnavailable (login refused)",
+        )
+        put_secret(kube, "orders-kafka", PASSWORD)
+        wait_for(
+            lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="login"
+        )
+        reasons = [(kind, reason) for kind, reason, _ in kube.events()]
+    assert missing["reason"] == "KafkaCredentialsInvalid"
+    assert missing["message"] == f"Secret {NAMESPACE}/orders-kafka (spec.kafka.secretRef) does not exist"
+    assert f"refused the login as user '{USER}' (PLAIN)" in refused["message"]
+    assert PASSWORD not in refused["message"] and "wrong-password" not in refused["message"]
+    assert reasons.count(("Warning", "KafkaUnavailable")) == 2
+    assert ("Normal", "KafkaAvailable") in reasons
+
+
+def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
+    sasl_kafka: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory, tmp_path: Path
+) -> None:
+    bootstrap = sasl_kafka.bootstrap_servers
+    create_topic(bootstrap, "orders-counts-changelog", 6)
+    produce(bootstrap, "orders-counts-changelog", {0: 7})
+    with run_operator():
+        kube.apply(kafka_app(bootstrap))
+        wait_for(
+            lambda: (kube.status().get("kafka") or {}).get("changelogs"), timeout=30, what="a first read"
+        )
+        wait_for(lambda: balanced(kube.publication(), 3, 6), timeout=30, what="a plan")
+        sasl_kafka.stop_node(1)
+        try:
+            condition = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable")
+            kept = kube.status()["kafka"]
+            kube.patch_app("orders", {"spec": {"replicas": 2}})
+            wait_for(lambda: balanced(kube.publication(), 2, 6), timeout=40, what="a scale-in without Kafka")
+        finally:
+            sasl_kafka.start_node(1)
+        wait_for(lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=40, what="back")
+        reasons = [(kind, reason) for kind, reason, _ in kube.events()]
+    assert condition["reason"] == "KafkaUnreachable" and bootstrap in condition["message"]
+    assert kept["changelogs"][0]["endOffsets"] == 7
+    assert ("Warning", "KafkaUnavailable") in reasons and ("Normal", "KafkaAvailable") in reasons
