@@ -32,6 +32,12 @@ import click
 )
 @click.option("--keep", is_flag=True, help="Leave the sandbox running afterwards, for kubectl, until Ctrl-C.")
 @click.option(
+    "--kafka",
+    is_flag=True,
+    help="Also start 3 real Kafka brokers (one per zone; Java and Maven fetch them once) holding the app's "
+    "input topics: the operator reads their racks (spec.kafka).",
+)
+@click.option(
     "--api-port",
     type=click.IntRange(0, 65535),
     default=0,
@@ -47,7 +53,7 @@ import click
     "one tools/kube/build.sh prints, instead of the embedded emulator.",
 )
 def demo_command(
-    output_dir: Path | None, speed: float, keep: bool, api_port: int, kube_bin: Path | None
+    output_dir: Path | None, speed: float, keep: bool, api_port: int, kafka: bool, kube_bin: Path | None
 ) -> None:
     """Run the operator on an emulated cluster (or a real API server: --kube-bin) through scale-out,
     scale-in, a host swap and a pod crash."""
@@ -60,4 +66,7 @@ def demo_command(
         raise SystemExit(128 + signum)  # unwinds the sandbox: every process it started is stopped
 
     signal.signal(signal.SIGTERM, stop)
-    sys.exit(run_demo(directory, sys.stdout, speed=speed, keep=keep, api_port=api_port, kube_bin=kube_bin))
+    exit_code = run_demo(
+        directory, sys.stdout, speed=speed, keep=keep, api_port=api_port, kafka=kafka, kube_bin=kube_bin
+    )
+    sys.exit(exit_code)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -27,9 +27,12 @@ PARTITIONS = 6
 """Per subtopology: 12 tasks, 6 of them stateful."""
 
 
-def demo_app(replicas: int = 3, image: str = "example/orders:1") -> dict[str, Any]:
-    """The example app: 2 subtopologies (a stateless one, a stateful one), 1 standby, a volume per pod."""
-    return {
+def demo_app(
+    replicas: int = 3, image: str = "example/orders:1", kafka: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The example app: 2 subtopologies (a stateless one, a stateful one), 1 standby, a volume per pod;
+    with `kafka` (a `spec.kafka`), the operator reads racks, changelogs and the group from that cluster."""
+    app: dict[str, Any] = {
         "apiVersion": contract.API_VERSION,
         "kind": contract.KIND,
         "metadata": {"name": APP, "namespace": NAMESPACE},
@@ -58,6 +61,9 @@ def demo_app(replicas: int = 3, image: str = "example/orders:1") -> dict[str, An
             "metrics": {"port": 8080, "path": "/metrics"},
         },
     }
+    if kafka is not None:
+        app["spec"]["kafka"] = dict(kafka)
+    return app
 
 
 def demo_tasks() -> list[str]:
@@ -114,8 +120,10 @@ class Walkthrough:
         step_timeout: float = 90.0,
         max_gap: float = 20.0,
         sample_seconds: float = 1.0,
+        kafka: Mapping[str, Any] | None = None,
     ) -> None:
         self.sandbox = sandbox
+        self._kafka = kafka
         self.timeline: list[Snapshot] = []
         self._view = view
         self._step_timeout = step_timeout
@@ -161,7 +169,7 @@ class Walkthrough:
             _Step(
                 "create",
                 "apply the StreamsApp: 3 pods over 3 zones",
-                lambda: sandbox.apply(demo_app()),
+                lambda: sandbox.apply(demo_app(kafka=self._kafka)),
                 gap_checked=False,
             ),
             _Step("scale-out", "3 -> 6 pods: warmups restore first, then tasks move", scale(6)),

@@ -14,7 +14,8 @@ from smoothscale.operator.crd import crd_yaml
 
 from .addresses import port_free
 from .control_plane import Binaries, ControlPlane, RunningControlPlane
-from .demo import ProgressView, Walkthrough, worker_env
+from .demo import APP, ProgressView, Walkthrough, worker_env
+from .demo_kafka import demo_kafka, kafka_summary
 from .harness import Sandbox
 from .report import summary_table, timeline_png
 
@@ -27,13 +28,16 @@ def run_demo(
     keep: bool = False,
     api_port: int = 0,
     kube_bin: Path | None = None,
+    kafka: bool = False,
 ) -> int:
     """0 when every step settled and no invariant broke, else 1. Every process it started is stopped before
     it returns (with `keep`, only once SIGINT or SIGTERM arrives). With `kube_bin` (the folder
     `tools/kube/build.sh` fills) the demo runs on a real control plane of its own instead of the emulator
-    (`api_port` is then not used)."""
+    (`api_port` is then not used). With `kafka`, real brokers hold the app's input topics and the operator
+    reads their racks (`demo_kafka`)."""
     first_address = _first_free_block()
     with contextlib.ExitStack() as stack:
+        spec_kafka = stack.enter_context(demo_kafka(output_dir, out)) if kafka else None
         api_server = None if kube_bin is None else stack.enter_context(_real_api_server(output_dir, kube_bin))
         sandbox = stack.enter_context(
             Sandbox(
@@ -46,7 +50,7 @@ def run_demo(
         )
         assert sandbox.cluster is not None
         out.write(f"API server {sandbox.cluster.url}, kubeconfig {sandbox.kubeconfig}\n")
-        walkthrough = Walkthrough(sandbox, view=ProgressView(out))
+        walkthrough = Walkthrough(sandbox, view=ProgressView(out), kafka=spec_kafka)
         results = walkthrough.run()
         png = timeline_png(walkthrough.timeline, results, output_dir / "timeline.png")
         violations = [f"{result.name}: {text}" for result in results for text in result.violations]
@@ -54,6 +58,8 @@ def run_demo(
         out.write(f"\ntimeline: {png}\nrecords: {sandbox.record_file}\njournal: {sandbox.journal_file}\n")
         for line in violations:
             out.write(f"VIOLATION {line}\n")
+        if spec_kafka is not None:
+            out.write(kafka_summary(sandbox.app(APP).get("status") or {}) + "\n")
         out.write("all invariants held\n" if not violations else f"{len(violations)} invariant(s) broken\n")
         if keep:
             _wait_for_a_signal(out, sandbox.kubeconfig)
