@@ -57,8 +57,8 @@ def main() -> None:
         libs = jars.libs_dir(root / "cache")
         figures["jars_mb"] = round(jars.disk_bytes(libs) / 1e6, 1)
         figures["jars_count"] = len(list(libs.glob("*.jar")))
-        log(f"install: {figures['install_fresh_cache_warm_m2_s']} s fresh, {figures['install_warm_s']} s warm; "
-            f"{figures['jars_count']} jars, {figures['jars_mb']} MB")
+        fresh, warm = figures["install_fresh_cache_warm_m2_s"], figures["install_warm_s"]
+        log(f"install: {fresh} s fresh, {warm} s warm; {figures['jars_count']} jars, {figures['jars_mb']} MB")
         for brokers in (1, 3):
             ready, stopped = [], []
             for run in range(runs):
