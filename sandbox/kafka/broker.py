@@ -20,6 +20,7 @@ import base64
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -34,12 +35,15 @@ from types import TracebackType
 from typing import Final, Self
 
 from smoothscale.sandbox.kafka import jars
+from smoothscale.sandbox.kafka.certs import server_certificate
 from smoothscale.sandbox.kafka.config import LOOPBACK, NodeConfig, NodePorts, render, server_properties
 
 DEFAULT_RACKS: Final = ("zone-a", "zone-b", "zone-c")
 DEFAULT_HEAP: Final = "320m"
-READY_TIMEOUT: Final = 60.0
+READY_TIMEOUT: Final = 120.0
+"""A bound for failing, not an expectation: three brokers are ready in 11 s here, 20 s under heavy load."""
 STOP_GRACE: Final = 10.0
+PORT_FLOOR: Final = 20000
 # A quick JIT and a small heap: brokers in tests live for minutes on two shared cores.
 JVM_OPTIONS: Final = (
     "-XX:+UseSerialGC",
@@ -74,6 +78,7 @@ class KafkaCluster:
         brokers: int = 1,
         racks: Sequence[str] | None = None,
         sasl_users: Mapping[str, str] | None = None,
+        tls: bool = False,
         heap: str = DEFAULT_HEAP,
         libs: Path | None = None,
         cluster_id: str | None = None,
@@ -92,19 +97,22 @@ class KafkaCluster:
         self.work_dir = work_dir
         self.log_dir = log_dir or work_dir / "logs"
         self.sasl_users = dict(sasl_users) if sasl_users is not None else None
+        self.certificate = server_certificate(LOOPBACK) if tls else None
+        """With `tls`: the CA clients trust (`certificate.ca_pem`) and the brokers' certificate."""
         self._heap = heap
         self._libs = libs
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        ports = _free_ports(brokers * (3 if sasl_users is not None else 2))
+        ports = _free_ports(brokers * (2 + (sasl_users is not None) + tls))
         self._nodes: dict[int, _Node] = {}
         for index, rack in enumerate(chosen_racks):
             node_id = index + 1
             sasl = ports.pop() if sasl_users is not None else None
+            tls_port = ports.pop() if tls else None
             config = NodeConfig(
                 node_id=node_id,
                 rack=rack,
                 data_dir=work_dir / f"broker-{node_id}" / "data",
-                ports=NodePorts(client=ports.pop(), controller=ports.pop(), sasl=sasl),
+                ports=NodePorts(client=ports.pop(), controller=ports.pop(), sasl=sasl, tls=tls_port),
             )
             self._nodes[node_id] = _Node(
                 config=config,
@@ -127,6 +135,13 @@ class KafkaCluster:
         if self.sasl_users is None:
             raise ValueError("this cluster was started without sasl_users")
         return ",".join(f"{LOOPBACK}:{node.config.ports.sasl}" for node in self._nodes.values())
+
+    @property
+    def tls_bootstrap_servers(self) -> str:
+        """The SSL listeners (certificate signed by `certificate.ca_pem`); only with `tls`."""
+        if self.certificate is None:
+            raise ValueError("this cluster was started without tls")
+        return ",".join(f"{LOOPBACK}:{node.config.ports.tls}" for node in self._nodes.values())
 
     @property
     def node_ids(self) -> list[int]:
@@ -228,7 +243,8 @@ class KafkaCluster:
         for node in self._nodes.values():
             node.properties_file.parent.mkdir(parents=True, exist_ok=True)
             node.log_dir.mkdir(parents=True, exist_ok=True)
-            node.properties_file.write_text(render(server_properties(node.config, voters, self.sasl_users)))
+            properties = server_properties(node.config, voters, self.sasl_users, self.certificate)
+            node.properties_file.write_text(render(properties))
             command = [
                 *self._java(libs, node, heap="128m"),
                 "kafka.tools.StorageTool",
@@ -320,14 +336,35 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def _free_ports(count: int) -> list[int]:
-    """`count` distinct ports that 127.0.0.1 has free now (held open together so none repeats)."""
+    """`count` distinct ports that 127.0.0.1 has free now, below the kernel's ephemeral range.
+
+    A port is chosen seconds before the JVM binds it (storage is formatted first). Ephemeral ports are what
+    every outgoing connection on the machine takes its local port from, Kafka clients' included: one could
+    take a chosen port in between and the broker would fail to bind. Below the range only explicit binds
+    compete, and the probe skips ports bound now.
+    """
+    low = _ephemeral_low()
+    candidates = random.sample(range(PORT_FLOOR, low), k=min(low - PORT_FLOOR, 64 * count))
     with contextlib.ExitStack() as stack:
-        sockets = []
-        for _ in range(count):
+        chosen: list[int] = []
+        for port in candidates:
             probe = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            probe.bind((LOOPBACK, 0))
-            sockets.append(probe)
-        return [probe.getsockname()[1] for probe in sockets]
+            try:
+                probe.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            chosen.append(port)
+            if len(chosen) == count:
+                return chosen
+    raise KafkaStartError(f"no {count} free ports on {LOOPBACK} between {PORT_FLOOR} and {low}")
+
+
+def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    """The lowest ephemeral port (Linux's default range starts at 32768)."""
+    try:
+        return max(PORT_FLOOR + 1000, int(path.read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 class _LiveClusters:

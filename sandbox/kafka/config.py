@@ -7,7 +7,8 @@ replication follows the number of nodes (at most 3), the group coordinator start
 partitions so that a broker on two shared cores creates them quickly.
 
 With `sasl_users`, every node also listens for SASL/PLAIN clients (users and passwords given here) on a
-port of its own: the operator's credential handling is tested against it.
+port of its own, and with `tls` (a certificate for 127.0.0.1) for TLS clients on another: the operator's
+credential handling is tested against them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from .certs import ServerCertificate
 
 LOOPBACK = "127.0.0.1"
 
@@ -26,6 +29,7 @@ class NodePorts:
     client: int
     controller: int
     sasl: int | None = None
+    tls: int | None = None
 
 
 @dataclass(frozen=True)
@@ -39,17 +43,16 @@ class NodeConfig:
 
 
 def server_properties(
-    node: NodeConfig, voters: Sequence[NodeConfig], sasl_users: Mapping[str, str] | None = None
+    node: NodeConfig,
+    voters: Sequence[NodeConfig],
+    sasl_users: Mapping[str, str] | None = None,
+    tls: ServerCertificate | None = None,
 ) -> dict[str, str]:
     """The properties of `node` in a cluster whose controller quorum is `voters` (every node)."""
     replication = str(min(3, len(voters)))
     min_isr = str(max(1, min(2, len(voters) - 1)))
-    listeners = [
-        f"PLAINTEXT://{LOOPBACK}:{node.ports.client}",
-        f"CONTROLLER://{LOOPBACK}:{node.ports.controller}",
-    ]
-    protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
-    advertised = [f"PLAINTEXT://{LOOPBACK}:{node.ports.client}"]
+    # Client listeners (name = security protocol) and their ports; the controller's is not advertised.
+    client_listeners = {"PLAINTEXT": node.ports.client}
     properties = {
         "process.roles": "broker,controller",
         "node.id": str(node.node_id),
@@ -78,17 +81,26 @@ def server_properties(
     if node.rack is not None:
         properties["broker.rack"] = node.rack
     if sasl_users is not None:
-        if node.ports.sasl is None:
-            raise ValueError(f"node {node.node_id} has SASL users but no SASL port")
-        listeners.append(f"SASL_PLAINTEXT://{LOOPBACK}:{node.ports.sasl}")
-        advertised.append(f"SASL_PLAINTEXT://{LOOPBACK}:{node.ports.sasl}")
-        protocols.append("SASL_PLAINTEXT:SASL_PLAINTEXT")
+        client_listeners["SASL_PLAINTEXT"] = _port(node, node.ports.sasl, "SASL users")
         properties["sasl.enabled.mechanisms"] = "PLAIN"
         properties["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = _plain_jaas(sasl_users)
-    properties["listeners"] = ",".join(listeners)
+    if tls is not None:
+        client_listeners["SSL"] = _port(node, node.ports.tls, "a certificate")
+        properties["listener.name.ssl.ssl.keystore.type"] = "PEM"
+        properties["listener.name.ssl.ssl.keystore.certificate.chain"] = tls.chain_pem
+        properties["listener.name.ssl.ssl.keystore.key"] = tls.key_pem
+    advertised = [f"{name}://{LOOPBACK}:{port}" for name, port in client_listeners.items()]
+    properties["listeners"] = ",".join([*advertised, f"CONTROLLER://{LOOPBACK}:{node.ports.controller}"])
     properties["advertised.listeners"] = ",".join(advertised)
-    properties["listener.security.protocol.map"] = ",".join(protocols)
+    protocols = [f"{name}:{name}" for name in client_listeners]
+    properties["listener.security.protocol.map"] = ",".join([*protocols, "CONTROLLER:PLAINTEXT"])
     return properties
+
+
+def _port(node: NodeConfig, port: int | None, what: str) -> int:
+    if port is None:
+        raise ValueError(f"node {node.node_id} has {what} but no port for them")
+    return port
 
 
 def render(properties: Mapping[str, str]) -> str:

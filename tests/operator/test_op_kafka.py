@@ -14,6 +14,7 @@ from op_testkit import NAMESPACE, Kubectl, actives, balanced, streamsapp, wait_f
 
 from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
 from smoothscale.sandbox.kafka.broker import KafkaCluster
+from smoothscale.sandbox.kafka.certs import server_certificate
 from smoothscale.sandbox.kafka.topics import QUIET, create_topic, produce
 
 USER, PASSWORD = "orders", "orders-secret"
@@ -22,8 +23,10 @@ OperatorFactory = Callable[..., Any]
 
 @pytest.fixture(scope="module")
 def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """One broker that also takes SASL/PLAIN logins (user `orders`); stopped and started by a test here."""
-    with KafkaCluster(tmp_path_factory.mktemp("kafka-sasl"), sasl_users={USER: PASSWORD}) as cluster:
+    """One broker that also takes SASL/PLAIN logins (user `orders`) and TLS clients; stopped and started by
+    a test here."""
+    work_dir = tmp_path_factory.mktemp("kafka-sasl")
+    with KafkaCluster(work_dir, sasl_users={USER: PASSWORD}, tls=True) as cluster:
         yield cluster
 
 
@@ -41,8 +44,7 @@ def sasl_settings(secret: str) -> dict[str, Any]:
     return {"securityProtocol": "SASL_PLAINTEXT", "saslMechanism": "PLAIN", "secretRef": {"name": secret}}
 
 
-def put_secret(kube: Kubectl, name: str, password: str) -> None:
-    data = {"username": USER, "password": password}
+def put_secret(kube: Kubectl, name: str, data: dict[str, str]) -> None:
     encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
     body = {"metadata": {"name": name}, "data": encoded}
     try:
@@ -152,13 +154,13 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
     with run_operator():
         kube.apply(kafka_app(sasl_kafka.sasl_bootstrap_servers, **sasl_settings("orders-kafka")))
         missing = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable (no Secret)")
-        put_secret(kube, "orders-kafka", "wrong-password")
+        put_secret(kube, "orders-kafka", {"username": USER, "password": "wrong-password"})
         refused = wait_for(
             lambda: unavailable(kube).get("reason") == "KafkaAuthenticationFailed" and unavailable(kube),
             timeout=30,
             what="KafkaUnavailable (login refused)",
         )
-        put_secret(kube, "orders-kafka", PASSWORD)
+        put_secret(kube, "orders-kafka", {"username": USER, "password": PASSWORD})
         wait_for(
             lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="login"
         )
@@ -169,6 +171,23 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
     assert PASSWORD not in refused["message"] and "wrong-password" not in refused["message"]
     assert reasons.count(("Warning", "KafkaUnavailable")) == 2
     assert ("Normal", "KafkaAvailable") in reasons
+
+
+def test_tls_trusts_the_ca_of_the_secret_and_names_a_certificate_it_cannot_verify(
+    sasl_kafka: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+) -> None:
+    assert sasl_kafka.certificate is not None
+    put_secret(kube, "orders-tls", {"ca.crt": server_certificate().ca_pem})  # another CA
+    settings = {"securityProtocol": "SSL", "secretRef": {"name": "orders-tls"}}
+    with run_operator():
+        kube.apply(kafka_app(sasl_kafka.tls_bootstrap_servers, **settings))
+        failed = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable (unknown CA)")
+        put_secret(kube, "orders-tls", {"ca.crt": sasl_kafka.certificate.ca_pem})
+        wait_for(lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="TLS")
+        brokers = kube.status()["kafka"]["brokers"]
+    assert failed["reason"] == "KafkaTLSFailed" and "certificate verify failed" in failed["message"]
+    assert sasl_kafka.tls_bootstrap_servers in failed["message"]
+    assert brokers == 1
 
 
 def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
