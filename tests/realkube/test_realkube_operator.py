@@ -87,6 +87,22 @@ def test_a_lifecycle_as_the_charts_service_account(
 ) -> None:
     run = e2e.Run(sandbox)
     run.start(replicas=3)
+    # Kafka credentials from a Secret (get secrets): for a Kafka nobody listens for, so KafkaUnavailable
+    # turns True and the lifecycle below goes on without Kafka.
+    secret = {"metadata": {"name": "orders-kafka"}, "stringData": {"username": "u", "password": "p"}}
+    cluster.core.create_namespaced_secret(cluster.namespace, secret)
+    kafka = {
+        "bootstrapServers": "127.0.0.1:1",
+        "securityProtocol": "SASL_PLAINTEXT",
+        "saslMechanism": "PLAIN",
+        "secretRef": {"name": "orders-kafka"},
+        "timeout": "1s",
+    }
+    sandbox.patch_app(APP, {"spec": {"kafka": kafka}})
+    unreachable = wait_for(
+        lambda: _condition(sandbox.app(APP), "KafkaUnavailable", "True"), timeout=30, what="KafkaUnavailable"
+    )
+    assert unreachable["reason"] == "KafkaUnreachable", unreachable
     # the kubelet stand-in: zone nodes registered, every pod bound to one and its worker running there
     zone_of = {
         node.metadata.name: node.metadata.labels[contract.ZONE_LABEL]
