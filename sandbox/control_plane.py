@@ -39,7 +39,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -394,10 +394,3 @@ def _default_account(kubeconfig: Path) -> bool:
                 return False
             raise
     return True
-
-
-@contextlib.contextmanager
-def control_plane(root: Path, binaries_folder: str | Path) -> Iterator[RunningControlPlane]:
-    """`ControlPlane` from a binaries folder, as a plain context manager."""
-    with ControlPlane(root, Binaries.from_folder(binaries_folder)) as running:
-        yield running

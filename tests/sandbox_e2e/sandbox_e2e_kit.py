@@ -56,7 +56,10 @@ class Run:
 
     def operator_killed_mid_migration(self) -> None:
         """Scale 3 -> 6, SIGKILL the operator while warmups restore, start it again: it resumes from the
-        published assignment and finishes the migration, no task unprocessed beyond a planned move's bound."""
+        published assignment and finishes the migration. A task being handed over when the operator died
+        waits for it to come back, so no task may go unprocessed longer than a planned move's bound plus the
+        time the operator was away (until its first journal line: a loaded machine takes seconds to start
+        Python, kopf and OR-Tools)."""
         sandbox = self.sandbox
         self.start(replicas=3)
         started = time.time()
@@ -66,12 +69,18 @@ class Run:
             assert time.time() < deadline, "no warmup appeared"
             time.sleep(0.3)
         sandbox.stop_operator(kill=True)
+        killed = time.time()
         time.sleep(3)  # the workers carry on without it
+        journal = sandbox.journal_file.stat().st_size
         sandbox.start_operator()
+        while sandbox.journal_file.stat().st_size == journal:
+            assert time.time() < killed + 60, "the restarted operator wrote nothing"
+            time.sleep(0.1)
+        away = time.time() - killed
         last = self.settled("resumed")
         assert len(last.pods) == 6
         gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
-        self.violations += invariants.gaps_beyond(gaps, PLANNED_MOVE_BOUND)
+        self.violations += invariants.gaps_beyond(gaps, PLANNED_MOVE_BOUND + away)
         self.finish(last)
 
     def finish(self, last: Snapshot) -> None:
