@@ -31,6 +31,12 @@ KNOWN_DIFFERENCES = {
         "the emulator does no field validation (no schema); the operator's model forbids unknown fields"
     ),
     "create, defaults": "the emulator applies no schema defaults; the operator's model has the same defaults",
+    "delete a bound pod": (
+        "a real server keeps a deleted pod that is bound to a node (its grace period) until the kubelet "
+        "deletes it again with no grace period, once its containers are gone; the emulator deletes it at "
+        "once. The sandbox's kubelet stand-in ends a deletion with that second delete, so on either server "
+        "a pod goes once its worker has stopped (the process-less one runs on the emulator only)"
+    ),
 }
 
 
@@ -325,6 +331,11 @@ def sequence(side: Side) -> Iterator[tuple[str, Json]]:
             )
         ),
     )
+    status, _ = side.request("DELETE", f"{pods}/p")
+    still_there = side.request("GET", f"{pods}/p")[0] == 200
+    final = side.request("DELETE", f"{pods}/p", {"gracePeriodSeconds": 0})[0]  # what a kubelet does last
+    yield "delete a bound pod", {"code": status, "still there": still_there, "second delete": final}
+    yield "gone after a delete with no grace period", _error(side.request("GET", f"{pods}/p"))
 
     # garbage collection of what an app owns
     owner = {
