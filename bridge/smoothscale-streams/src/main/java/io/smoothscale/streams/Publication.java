@@ -1,0 +1,28 @@
+package io.smoothscale.streams;
+
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+
+/**
+ * One generation the operator published in the app's assignment ConfigMap: every pod's tasks, and the
+ * hand-overs the operator still waits for (the Python client library's two-phase revoke; a publication for
+ * a Kafka Streams app carries none, because Kafka's cooperative protocol revokes before it reassigns).
+ *
+ * <p>Task ids are Kafka Streams' own ({@code "<subtopology>_<partition>"}), pod names are the pods' names.
+ */
+public record Publication(long generation, Map<String, PodTasks> assignment, Map<String, Revocation> revoking) {
+
+    public Publication {
+        if (generation < 0) {
+            throw new IllegalArgumentException("generation must be >= 0, got " + generation);
+        }
+        assignment = Map.copyOf(new TreeMap<>(Objects.requireNonNullElse(assignment, Map.of())));
+        revoking = Map.copyOf(Objects.requireNonNullElse(revoking, Map.of()));
+    }
+
+    /** The tasks of {@code pod}: nothing when the publication does not name it. */
+    public PodTasks tasksOf(String pod) {
+        return assignment.getOrDefault(pod, PodTasks.NONE);
+    }
+}

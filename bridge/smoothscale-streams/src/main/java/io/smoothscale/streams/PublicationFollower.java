@@ -1,0 +1,115 @@
+package io.smoothscale.streams;
+
+import java.util.HashSet;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.TaskMetadata;
+
+/**
+ * Keeps this instance on the newest publication: when it runs something other than what the publication
+ * gives its pod, it asks for a rebalance (at once for a new generation, then again every
+ * {@code retryMillis} while it still differs, at most {@code maxRequests} times a generation, for when the
+ * leader had not read the generation yet); when it runs it, it records that generation as the one it runs
+ * and how long after reading the publication that happened.
+ */
+public final class PublicationFollower implements AutoCloseable {
+    private static final long CHECK_MILLIS = 100;
+
+    private final String pod;
+    private final LatestPublication latest;
+    private final RebalanceTrigger trigger;
+    private final Supplier<Optional<RunningTasks>> running;
+    private final Set<Integer> statefulSubtopologies;
+    private final long retryMillis;
+    private final int maxRequests;
+    private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
+        Thread thread = new Thread(runnable, "smoothscale-publication-follower");
+        thread.setDaemon(true);
+        return thread;
+    });
+    private final AtomicLong runningGeneration = new AtomicLong(-1);
+    private volatile double lastApplySeconds = Double.NaN;
+    private long requestedGeneration = -1;
+    private int requests;
+    private long lastRequestNanos;
+
+    public PublicationFollower(String pod, LatestPublication latest, RebalanceTrigger trigger,
+                               Supplier<Optional<RunningTasks>> running, Set<Integer> statefulSubtopologies,
+                               long retryMillis, int maxRequests) {
+        this.pod = pod;
+        this.latest = latest;
+        this.trigger = trigger;
+        this.running = running;
+        this.statefulSubtopologies = Set.copyOf(statefulSubtopologies);
+        this.retryMillis = retryMillis;
+        this.maxRequests = maxRequests;
+    }
+
+    /** Check every 100 ms, and at once whenever a new publication is read. */
+    public void start() {
+        latest.onChange(publication -> executor.execute(this::check));
+        executor.scheduleWithFixedDelay(this::check, 0, CHECK_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    /** The generation this instance runs (-1 until it runs one). */
+    public long runningGeneration() {
+        return runningGeneration.get();
+    }
+
+    /** Seconds from reading the last generation it runs to running it (NaN until then). */
+    public double lastApplySeconds() {
+        return lastApplySeconds;
+    }
+
+    synchronized void check() {
+        LatestPublication.Reading reading = latest.reading();
+        Optional<RunningTasks> now = running.get();
+        if (reading.publication().isEmpty() || now.isEmpty()) {
+            return;
+        }
+        Publication publication = reading.publication().get();
+        if (now.get().follow(publication, pod, statefulSubtopologies)) {
+            if (runningGeneration.getAndSet(publication.generation()) != publication.generation()) {
+                lastApplySeconds = (System.nanoTime() - reading.readAtNanos()) / 1e9;
+            }
+            return;
+        }
+        long nowNanos = System.nanoTime();
+        if (requestedGeneration != publication.generation()) {
+            requestedGeneration = publication.generation();
+            requests = 0;
+        } else if (requests >= maxRequests || nowNanos - lastRequestNanos < retryMillis * 1_000_000) {
+            return;
+        }
+        requests++;
+        lastRequestNanos = nowNanos;
+        trigger.request("smoothscale generation " + publication.generation() + " changes pod " + pod
+            + "'s tasks (request " + requests + ")");
+    }
+
+    /** What a KafkaStreams instance runs; empty while it is not RUNNING (its thread metadata lags then). */
+    public static Optional<RunningTasks> of(KafkaStreams streams) {
+        if (streams.state() != KafkaStreams.State.RUNNING) {
+            return Optional.empty();
+        }
+        Set<String> active = new HashSet<>();
+        Set<String> standby = new HashSet<>();
+        for (ThreadMetadata thread : streams.metadataForLocalThreads()) {
+            thread.activeTasks().stream().map(TaskMetadata::taskId).forEach(task -> active.add(task.toString()));
+            thread.standbyTasks().stream().map(TaskMetadata::taskId).forEach(task -> standby.add(task.toString()));
+        }
+        return Optional.of(new RunningTasks(active, standby));
+    }
+
+    @Override
+    public void close() {
+        executor.shutdownNow();
+    }
+}

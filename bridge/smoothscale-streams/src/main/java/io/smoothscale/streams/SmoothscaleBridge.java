@@ -1,0 +1,227 @@
+package io.smoothscale.streams;
+
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.streams.KafkaClientSupplier;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Everything a Kafka Streams app needs to run under the smoothscale operator, in three calls:
+ *
+ * <pre>{@code
+ * SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment();
+ * KafkaStreams streams = new KafkaStreams(topology, bridge.configure(props), bridge.clientSupplier());
+ * bridge.start(streams, topology);   // then streams.start(); and bridge.close() after streams.close()
+ * }</pre>
+ *
+ * {@link #configure} names the Kafka Streams client after the pod ({@code client.id}), installs
+ * {@link OperatorTaskAssignor} and hands it this bridge; {@link #clientSupplier} lets a new publication start
+ * a rebalance; {@link #start} watches the assignment ConfigMap and serves the Contract 3 metrics.
+ */
+public final class SmoothscaleBridge implements AutoCloseable {
+    /** The key under which {@link #configure} passes this bridge to the assignor through the app's config. */
+    public static final String CONFIG_KEY = "smoothscale.bridge";
+    public static final String POD_NAME_ENV = "SMOOTHSCALE_POD_NAME";
+    public static final String NAMESPACE_ENV = "SMOOTHSCALE_NAMESPACE";
+    public static final String APP_ENV = "SMOOTHSCALE_APP";
+    public static final String ASSIGNMENT_CONFIGMAP_ENV = "SMOOTHSCALE_ASSIGNMENT_CONFIGMAP";
+    public static final String KUBECONFIG_ENV = "SMOOTHSCALE_KUBECONFIG";
+    public static final String METRICS_HOST_ENV = "SMOOTHSCALE_METRICS_HOST";
+    public static final String METRICS_PORT_ENV = "SMOOTHSCALE_METRICS_PORT";
+    public static final int DEFAULT_METRICS_PORT = 8080;
+    private static final Logger LOG = LoggerFactory.getLogger(SmoothscaleBridge.class);
+    private static final long RETRY_MILLIS = 2_000;
+    private static final int MAX_REQUESTS = 5;
+
+    private final String pod;
+    private final String namespace;
+    private final String configMapName;
+    private final String metricsHost;
+    private final int metricsPort;
+    private final Path kubeconfig;
+    private final LatestPublication publications = new LatestPublication();
+    private final RebalanceTrigger trigger = new RebalanceTrigger();
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    private final AssignorMetrics assignorMetrics = new AssignorMetrics(registry);
+    private KubernetesClient kubernetes;
+    private PublicationWatch watch;
+    private PublicationFollower follower;
+    private HTTPServer server;
+
+    /**
+     * @param pod this pod's name (the operator's client id for it)
+     * @param namespace the app's namespace
+     * @param configMapName the assignment ConfigMap, {@code <app>-assignment}
+     * @param metricsHost the address the metrics endpoint binds
+     * @param metricsPort the metrics port (0: any free port)
+     * @param kubeconfig a kubeconfig to reach the API with; null for the pod's service account
+     */
+    public SmoothscaleBridge(String pod, String namespace, String configMapName, String metricsHost,
+                             int metricsPort, Path kubeconfig) {
+        this.pod = Objects.requireNonNull(pod, "pod");
+        this.namespace = Objects.requireNonNull(namespace, "namespace");
+        this.configMapName = Objects.requireNonNull(configMapName, "configMapName");
+        this.metricsHost = Objects.requireNonNull(metricsHost, "metricsHost");
+        this.metricsPort = metricsPort;
+        this.kubeconfig = kubeconfig;
+    }
+
+    /** The bridge of the pod the process runs in, from the environment the operator gives every pod. */
+    public static SmoothscaleBridge fromEnvironment() {
+        return fromEnvironment(System.getenv());
+    }
+
+    static SmoothscaleBridge fromEnvironment(Map<String, String> env) {
+        String pod = required(env, POD_NAME_ENV);
+        String namespace = required(env, NAMESPACE_ENV);
+        String configMap = env.get(ASSIGNMENT_CONFIGMAP_ENV);
+        if (configMap == null || configMap.isBlank()) {
+            configMap = required(env, APP_ENV) + "-assignment";
+        }
+        String port = env.getOrDefault(METRICS_PORT_ENV, Integer.toString(DEFAULT_METRICS_PORT));
+        int metricsPort;
+        try {
+            metricsPort = Integer.parseInt(port.strip());
+        } catch (NumberFormatException error) {
+            throw new IllegalArgumentException(METRICS_PORT_ENV + " must be a port number, got '" + port + "'", error);
+        }
+        String kubeconfig = env.get(KUBECONFIG_ENV);
+        return new SmoothscaleBridge(pod, namespace, configMap, env.getOrDefault(METRICS_HOST_ENV, "0.0.0.0"),
+            metricsPort, kubeconfig == null || kubeconfig.isBlank() ? null : Path.of(kubeconfig));
+    }
+
+    private static String required(Map<String, String> env, String name) {
+        String value = env.get(name);
+        if (value == null || value.isBlank()) {
+            throw new IllegalArgumentException(name + " is not set: the pod's name, namespace and app come from"
+                + " the environment the operator gives each pod");
+        }
+        return value;
+    }
+
+    /**
+     * The app's Streams properties, plus what the bridge needs: {@code client.id} = the pod's name (how the
+     * leader tells pods apart), {@code task.assignor.class} = {@link OperatorTaskAssignor} with this bridge
+     * under {@link #CONFIG_KEY}, and {@code metrics.recording.level=DEBUG} unless the app set a level (per-task
+     * process rates). Returns a copy; a {@code client.id} the app set to something else is an error.
+     */
+    public Properties configure(Properties app) {
+        Properties props = new Properties();
+        props.putAll(app);
+        Object clientId = props.get(CommonClientConfigs.CLIENT_ID_CONFIG);
+        if (clientId != null && !pod.equals(clientId)) {
+            throw new IllegalArgumentException("client.id is '" + clientId + "' but must be the pod's name '" + pod
+                + "': the assignor finds each pod's Kafka Streams client by it");
+        }
+        props.put(StreamsConfig.CLIENT_ID_CONFIG, pod);
+        props.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, OperatorTaskAssignor.class.getName());
+        props.put(CONFIG_KEY, this);
+        props.putIfAbsent(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, "DEBUG");
+        return props;
+    }
+
+    /** Kafka's usual clients, with main consumers that can start a rebalance for a new publication. */
+    public KafkaClientSupplier clientSupplier() {
+        return new RebalancingClientSupplier(trigger);
+    }
+
+    /** Watch the assignment ConfigMap, follow it, and serve the metrics; call before {@code streams.start()}. */
+    public synchronized void start(KafkaStreams streams, Topology topology) {
+        TaskStates taskStates = new TaskStates(topology.describe());
+        follower = new PublicationFollower(pod, publications, trigger, () -> PublicationFollower.of(streams),
+            taskStates.statefulSubtopologies(), RETRY_MILLIS, MAX_REQUESTS);
+        new ContractMetrics(streams, taskStates, follower::runningGeneration, registry);
+        io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
+            .name("smoothscale_bridge_publication_apply_seconds")
+            .help("Seconds from reading the generation this pod runs to running it.")
+            .callback(callback -> {
+                double seconds = follower.lastApplySeconds();
+                if (!Double.isNaN(seconds)) {
+                    callback.call(seconds);
+                }
+            })
+            .register(registry);
+        try {
+            server = HTTPServer.builder().hostname(metricsHost).port(metricsPort).registry(registry).buildAndStart();
+        } catch (IOException error) {
+            throw new UncheckedIOException("cannot serve metrics on " + metricsHost + ":" + metricsPort, error);
+        }
+        kubernetes = new KubernetesClientBuilder().withConfig(kubernetesConfig()).build();
+        watch = new PublicationWatch(kubernetes, namespace, configMapName, publications);
+        follower.start();
+        LOG.info("smoothscale bridge for pod {} follows ConfigMap {}/{}; metrics on {}:{}", pod, namespace,
+            configMapName, metricsHost, server.getPort());
+    }
+
+    private Config kubernetesConfig() {
+        if (kubeconfig == null) {
+            return new io.fabric8.kubernetes.client.ConfigBuilder().build();  // in-cluster service account
+        }
+        try {
+            return Config.fromKubeconfig(Files.readString(kubeconfig));
+        } catch (IOException error) {
+            throw new UncheckedIOException("cannot read kubeconfig " + kubeconfig, error);
+        }
+    }
+
+    public LatestPublication publications() {
+        return publications;
+    }
+
+    public AssignorMetrics assignorMetrics() {
+        return assignorMetrics;
+    }
+
+    public PrometheusRegistry registry() {
+        return registry;
+    }
+
+    public String pod() {
+        return pod;
+    }
+
+    public String configMapName() {
+        return namespace + "/" + configMapName;
+    }
+
+    /** The port the metrics endpoint listens on (after {@link #start}). */
+    public int metricsPort() {
+        return server.getPort();
+    }
+
+    /** The generation this instance runs (-1 until it runs one). */
+    public long runningGeneration() {
+        return follower == null ? -1 : follower.runningGeneration();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (follower != null) {
+            follower.close();
+        }
+        if (watch != null) {
+            watch.close();
+        }
+        if (kubernetes != null) {
+            kubernetes.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+}

@@ -1,0 +1,23 @@
+package io.smoothscale.streams;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+class PodNamesTest {
+    @Test
+    void aMemberIdNamesThePodWhateverItsLength() {
+        String pod = "a-statefulset-whose-name-is-far-longer-than-thirty-characters-0";
+        assertEquals(Optional.of(pod),
+            PodNames.ofMember(pod + "-StreamThread-12-consumer-5d2c0b4e-7f1a-4c3e-9b8d-0123456789ab"));
+        assertEquals(Optional.of("orders-0"), PodNames.ofMember("orders-0-StreamThread-1-consumer"));
+    }
+
+    @Test
+    void otherConsumersNameNoPod() {
+        assertEquals(Optional.empty(), PodNames.ofMember("orders-0-restore-consumer"));
+        assertEquals(Optional.empty(), PodNames.ofMember("-StreamThread-1-consumer"));
+        assertEquals(Optional.empty(), PodNames.ofMember("orders-0-StreamThread-x-consumer"));
+    }
+}
