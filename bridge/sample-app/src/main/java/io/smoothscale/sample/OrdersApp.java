@@ -1,0 +1,150 @@
+package io.smoothscale.sample;
+
+import io.smoothscale.streams.SmoothscaleBridge;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The sample Kafka Streams app the sandbox runs in each pod: orders keyed by order id ({@code "<customer>:<amount>"})
+ * are counted per order in subtopology 0 (RocksDB store {@code order-versions}), re-keyed by customer through
+ * the repartition topic {@code by-customer}, and totalled per customer in subtopology 1 (RocksDB store
+ * {@code customer-totals}, value {@code "<orders>,<amount>"}), written to the output topic. Both stores have
+ * changelogs; processing is exactly-once (v2), so each input record is counted once in the output.
+ *
+ * <p>Settings come from the pod's environment: {@code KAFKA_BOOTSTRAP_SERVERS}, {@code SMOOTHSCALE_APP} (the
+ * application id), {@code SMOOTHSCALE_STATE_DIR}, {@code ORDERS_TOPIC} / {@code TOTALS_TOPIC}, any Streams
+ * property as {@code STREAMS_<NAME>} ({@code STREAMS_NUM_STREAM_THREADS=2} is {@code num.stream.threads=2}),
+ * and {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline).
+ */
+public final class OrdersApp {
+    private static final Logger LOG = LoggerFactory.getLogger(OrdersApp.class);
+    static final String ORDER_STORE = "order-versions";
+    static final String TOTALS_STORE = "customer-totals";
+    static final String REPARTITION = "by-customer";
+
+    private OrdersApp() {}
+
+    public static Topology topology(String ordersTopic, String totalsTopic) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long()));
+        builder.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()))
+            .processValues(OrderVersions::new, ORDER_STORE)
+            .selectKey((order, value) -> value.substring(0, value.indexOf(':')))
+            .repartition(Repartitioned.with(Serdes.String(), Serdes.String()).withName(REPARTITION))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .aggregate(() -> "0,0", (customer, order, total) -> add(total, order),
+                Materialized.<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as(TOTALS_STORE)
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+            .toStream()
+            .to(totalsTopic, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** {@code "<orders>,<amount>"} plus one order {@code "<customer>:<amount>[#version]"}. */
+    static String add(String total, String order) {
+        String[] parts = total.split(",");
+        String amount = order.substring(order.indexOf(':') + 1).split("#")[0];
+        return (Long.parseLong(parts[0]) + 1) + "," + (Long.parseLong(parts[1]) + Long.parseLong(amount));
+    }
+
+    /** Counts the versions of each order seen (state in subtopology 0), tagging the value with it. */
+    private static final class OrderVersions implements FixedKeyProcessor<String, String, String> {
+        private FixedKeyProcessorContext<String, String> context;
+        private KeyValueStore<String, Long> versions;
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+            this.versions = context.getStateStore(ORDER_STORE);
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            Long seen = versions.get(record.key());
+            long version = seen == null ? 1 : seen + 1;
+            versions.put(record.key(), version);
+            context.forward(record.withValue(record.value() + "#" + version));
+        }
+    }
+
+    static Properties properties(Map<String, String> env) {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, required(env, "SMOOTHSCALE_APP"));
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, required(env, "KAFKA_BOOTSTRAP_SERVERS"));
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        if (env.containsKey("SMOOTHSCALE_STATE_DIR")) {
+            props.put(StreamsConfig.STATE_DIR_CONFIG, env.get("SMOOTHSCALE_STATE_DIR"));
+        }
+        env.forEach((name, value) -> {
+            if (name.startsWith("STREAMS_")) {
+                props.put(name.substring("STREAMS_".length()).toLowerCase(java.util.Locale.ROOT).replace('_', '.'), value);
+            }
+        });
+        return props;
+    }
+
+    private static String required(Map<String, String> env, String name) {
+        String value = env.get(name);
+        if (value == null || value.isBlank()) {
+            throw new IllegalArgumentException(name + " must be set");
+        }
+        return value;
+    }
+
+    public static void main(String[] args) throws InterruptedException {
+        Map<String, String> env = System.getenv();
+        Topology topology = topology(env.getOrDefault("ORDERS_TOPIC", "orders"), env.getOrDefault("TOTALS_TOPIC", "customer-totals"));
+        Properties props = properties(env);
+        boolean bridged = !"off".equals(env.get("SMOOTHSCALE_BRIDGE"));
+        SmoothscaleBridge bridge = bridged ? SmoothscaleBridge.fromEnvironment() : null;
+        KafkaStreams streams = bridged
+            ? new KafkaStreams(topology, bridge.configure(props), bridge.clientSupplier())
+            : new KafkaStreams(topology, props);
+        CountDownLatch stopped = new CountDownLatch(1);
+        streams.setUncaughtExceptionHandler(error -> {
+            LOG.error("Stream thread failed; shutting the client down", error);
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        streams.setStateListener((now, before) -> {
+            if (now == KafkaStreams.State.NOT_RUNNING || now == KafkaStreams.State.ERROR) {
+                stopped.countDown();
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(Duration.ofSeconds(20));
+            if (bridge != null) {
+                bridge.close();
+            }
+        }, "orders-app-shutdown"));
+        if (bridge != null) {
+            bridge.start(streams, topology);
+        }
+        LOG.info("Starting orders app {} with topology {}", props.get(StreamsConfig.APPLICATION_ID_CONFIG), topology.describe());
+        streams.start();
+        stopped.await();
+        LOG.info("Orders app stopped in state {}", streams.state());
+        System.exit(streams.state() == KafkaStreams.State.ERROR ? 1 : 0);
+    }
+}
