@@ -138,11 +138,16 @@ public final class OrdersApp {
                 bridge.close();
             }
         }, "orders-app-shutdown"));
-        if (bridge != null) {
-            bridge.start(streams, topology);
+        try {
+            if (bridge != null) {
+                bridge.start(streams, topology);
+            }
+            LOG.info("Starting orders app {} with topology {}", props.get(StreamsConfig.APPLICATION_ID_CONFIG), topology.describe());
+            streams.start();
+        } catch (RuntimeException error) {
+            LOG.error("Orders app failed to start", error);
+            System.exit(2);  // the shutdown hook closes what was opened
         }
-        LOG.info("Starting orders app {} with topology {}", props.get(StreamsConfig.APPLICATION_ID_CONFIG), topology.describe());
-        streams.start();
         stopped.await();
         LOG.info("Orders app stopped in state {}", streams.state());
         System.exit(streams.state() == KafkaStreams.State.ERROR ? 1 : 0);

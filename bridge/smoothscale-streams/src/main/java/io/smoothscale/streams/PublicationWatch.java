@@ -15,7 +15,8 @@ import org.slf4j.LoggerFactory;
  * <p>fabric8's informer lists and watches with a {@code metadata.name} field selector, so the pod's Role
  * needs only {@code get}, {@code list} and {@code watch} on {@code configmaps} restricted by
  * {@code resourceNames} to this one ConfigMap; it re-lists and re-watches by itself after a dropped
- * connection or an expired resourceVersion.
+ * connection or an expired resourceVersion. Events for any other object are ignored, in case an API server
+ * does not honour the field selector.
  */
 public final class PublicationWatch implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PublicationWatch.class);
@@ -23,21 +24,34 @@ public final class PublicationWatch implements AutoCloseable {
     private final SharedIndexInformer<ConfigMap> informer;
 
     public PublicationWatch(KubernetesClient client, String namespace, String name, LatestPublication latest) {
-        informer = client.configMaps().inNamespace(namespace).withName(name).inform(new ResourceEventHandler<>() {
+        informer = client.configMaps().inNamespace(namespace).withName(name).runnableInformer(0);
+        informer.addEventHandler(new ResourceEventHandler<>() {
             @Override
             public void onAdd(ConfigMap configMap) {
-                read(configMap, latest);
+                if (name.equals(configMap.getMetadata().getName())) {
+                    read(configMap, latest);
+                }
             }
 
             @Override
             public void onUpdate(ConfigMap before, ConfigMap after) {
-                read(after, latest);
+                if (name.equals(after.getMetadata().getName())) {
+                    read(after, latest);
+                }
             }
 
             @Override
             public void onDelete(ConfigMap configMap, boolean finalStateUnknown) {
                 LOG.warn("Assignment ConfigMap {}/{} was deleted", namespace, name);
                 latest.reject("ConfigMap " + namespace + "/" + name + " was deleted");
+            }
+        });
+        // Not waited for: an API server that is slow or away must not keep the app from processing. Until
+        // the first publication arrives, rebalances fall back to Kafka's own assignment.
+        informer.start().whenComplete((started, error) -> {
+            if (error != null) {
+                LOG.warn("Cannot watch ConfigMap {}/{} yet (the informer keeps retrying): {}", namespace, name,
+                    error.toString());
             }
         });
     }

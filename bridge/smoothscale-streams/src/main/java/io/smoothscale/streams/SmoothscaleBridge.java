@@ -168,15 +168,24 @@ public final class SmoothscaleBridge implements AutoCloseable {
             configMapName, metricsHost, server.getPort());
     }
 
+    /**
+     * The pod's service account, or the given kubeconfig. Watches are plain HTTP streams, as client-go and
+     * kubectl make them, rather than fabric8's default WebSocket upgrade, which not every API front end
+     * (proxies, test servers) passes through.
+     */
     private Config kubernetesConfig() {
+        Config config;
         if (kubeconfig == null) {
-            return new io.fabric8.kubernetes.client.ConfigBuilder().build();  // in-cluster service account
+            config = new io.fabric8.kubernetes.client.ConfigBuilder().build();
+        } else {
+            try {
+                config = Config.fromKubeconfig(Files.readString(kubeconfig));
+            } catch (IOException error) {
+                throw new UncheckedIOException("cannot read kubeconfig " + kubeconfig, error);
+            }
         }
-        try {
-            return Config.fromKubeconfig(Files.readString(kubeconfig));
-        } catch (IOException error) {
-            throw new UncheckedIOException("cannot read kubeconfig " + kubeconfig, error);
-        }
+        config.setOnlyHttpWatches(true);
+        return config;
     }
 
     public LatestPublication publications() {

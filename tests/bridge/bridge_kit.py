@@ -1,0 +1,213 @@
+"""Real Kafka Streams instances of the sample app (`bridge/sample-app`) for tests and benchmarks: each one a
+JVM in its own process group, stopped with SIGTERM (then SIGKILL) by whoever started it; its metrics read
+over HTTP; publications written through the Kubernetes API exactly as the operator writes them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.operator.appref import AppRef
+from smoothscale.operator.publish import build_assignment_configmap
+
+ROOT = Path(__file__).parents[2]
+SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
+QUIET = {"log_level": 0}
+
+
+def sample_jar() -> Path:
+    if not SAMPLE_JAR.is_file():
+        raise FileNotFoundError(f"{SAMPLE_JAR} is missing: build it with `bash .ci/bridge.sh`")
+    return SAMPLE_JAR
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Instance:
+    """One pod's Kafka Streams process."""
+
+    pod: str
+    metrics_port: int
+    log: Path
+    process: subprocess.Popen[bytes]
+
+    def metrics(self) -> dict[str, float]:
+        """Every sample of the metrics endpoint, keyed by its series (`name{labels}`); {} when unreachable."""
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2
+            ) as response:
+                text = response.read().decode()
+        except OSError:
+            return {}
+        samples: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                series, _, value = line.rpartition(" ")
+                samples[series] = float(value)
+        return samples
+
+    def generation(self) -> int | None:
+        value = self.metrics().get("smoothscale_assignment_generation")
+        return None if value is None else int(value)
+
+    def stop(self, timeout: float = 30) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+
+@dataclass
+class SampleApp:
+    """The sample app's instances, its topics and its assignment ConfigMap."""
+
+    app: str
+    namespace: str
+    bootstrap: str
+    kubeconfig: Path | None
+    work_dir: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    instances: dict[str, Instance] = field(default_factory=dict)
+
+    def start(
+        self, pod: str, *, bridged: bool = True, extra_env: Mapping[str, str] | None = None
+    ) -> Instance:
+        state_dir = self.work_dir / "state" / pod
+        state_dir.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        env = {
+            **os.environ,
+            "SMOOTHSCALE_POD_NAME": pod,
+            "SMOOTHSCALE_NAMESPACE": self.namespace,
+            "SMOOTHSCALE_APP": self.app,
+            "SMOOTHSCALE_STATE_DIR": str(state_dir),
+            "SMOOTHSCALE_METRICS_HOST": "127.0.0.1",
+            "SMOOTHSCALE_METRICS_PORT": str(port),
+            "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
+            **({"SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig)} if self.kubeconfig else {}),
+            **({} if bridged else {"SMOOTHSCALE_BRIDGE": "off"}),
+            **self.env,
+            **(extra_env or {}),
+        }
+        log = self.work_dir / "logs" / f"{pod}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as output:
+            process = subprocess.Popen(
+                ["java", "-Xmx384m", "-XX:+UseSerialGC", "-jar", str(sample_jar())],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        instance = Instance(pod, port, log, process)
+        self.instances[pod] = instance
+        return instance
+
+    def stop_all(self) -> None:
+        for instance in self.instances.values():
+            instance.stop()
+
+    def publish(self, api: kubernetes.client.CoreV1Api, publication: Publication) -> float:
+        """Write `publication` as the operator does; the monotonic time the API acknowledged the write."""
+        body = build_assignment_configmap(AppRef(self.namespace, self.app, "uid-test"), publication)
+        body["metadata"].pop("ownerReferences")
+        name = body["metadata"]["name"]
+        try:
+            api.read_namespaced_config_map(name, self.namespace)
+        except kubernetes.client.ApiException as error:
+            if error.status != 404:
+                raise
+            api.create_namespaced_config_map(self.namespace, body)
+        else:
+            api.patch_namespaced_config_map(name, self.namespace, body)
+        return time.monotonic()
+
+    def wait_generation(self, pods: Iterable[str], generation: int, timeout: float = 90) -> float:
+        """Wait until every pod reports running `generation`; the monotonic time the last one did."""
+        waiting = set(pods)
+        deadline = time.monotonic() + timeout
+        while waiting and time.monotonic() < deadline:
+            waiting = {pod for pod in waiting if self.instances[pod].generation() != generation}
+            if waiting:
+                for pod in waiting:
+                    if self.instances[pod].process.poll() is not None:
+                        raise AssertionError(f"{pod} exited: see {self.instances[pod].log}")
+                time.sleep(0.05)
+        if waiting:
+            seen = {pod: self.instances[pod].generation() for pod in waiting}
+            raise AssertionError(f"pods {seen} did not run generation {generation} within {timeout} s")
+        return time.monotonic()
+
+    def kafka_view(self) -> dict[str, set[str]]:
+        """Kafka's own view of who runs what: the active tasks each pod's consumers own in the group."""
+        client = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
+        group = client.describe_consumer_groups([self.app])[self.app].result(timeout=30)
+        view: dict[str, set[str]] = {}
+        for member in group.members:
+            pod = member.client_id.split("-StreamThread-")[0]
+            tasks = view.setdefault(pod, set())
+            for partition in member.assignment.topic_partitions:
+                subtopology = "1" if partition.topic.endswith("by-customer-repartition") else "0"
+                tasks.add(f"{subtopology}_{partition.partition}")
+        return view
+
+
+def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
+    client = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    futures = client.create_topics([NewTopic(name, count, 1) for name, count in partitions.items()])
+    for future in futures.values():
+        future.result(timeout=30)
+
+
+def read_committed(bootstrap: str, topic: str, idle_seconds: float = 5, timeout: float = 120) -> list[Any]:
+    """Every committed record of `topic` as (key, value) pairs, once no new one came for `idle_seconds`."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}-{time.monotonic_ns()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            **QUIET,
+        }
+    )
+    consumer.subscribe([topic])
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout
+    last = time.monotonic()
+    try:
+        while time.monotonic() < deadline and time.monotonic() - last < idle_seconds:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                records.append((message.key().decode(), message.value().decode()))
+                last = time.monotonic()
+    finally:
+        consumer.close()
+    return records

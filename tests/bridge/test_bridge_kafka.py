@@ -1,0 +1,121 @@
+"""Real Kafka Streams instances follow the operator's publications through the bridge, against a real broker.
+
+Two instances of the sample app (JVMs running `bridge/sample-app`) watch their assignment ConfigMap on an
+API server over HTTP; each publication is written as the operator writes it. The test checks what a user
+would see: the pods report the generation they run, Kafka's own consumer group shows the same placement,
+a new generation takes effect without a restart, and every input record is counted once in the output.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kubernetes
+import pytest
+from bridge_kit import SampleApp, create_topics, read_committed
+from confluent_kafka import Producer
+
+from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import ClientAssignment
+from smoothscale.operator.emulator import EmulatorThread
+from smoothscale.sandbox.kafka.broker import KafkaCluster
+
+pytestmark = pytest.mark.slow
+
+CUSTOMERS = 10
+
+
+@pytest.fixture
+def api_server() -> Iterator[Path]:
+    with EmulatorThread() as running:
+        yield running.kubeconfig
+
+
+@pytest.fixture
+def orders_app(kafka_broker: KafkaCluster, api_server: Path, tmp_path: Path) -> Iterator[SampleApp]:
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = tmp_path.name[-12:].replace("_", "-").strip("-")
+    orders, totals = f"orders-{suffix}", f"totals-{suffix}"
+    create_topics(bootstrap, {orders: 4, totals: 4})
+    app = SampleApp(
+        app=f"shop-{suffix}",
+        namespace="default",
+        bootstrap=bootstrap,
+        kubeconfig=api_server,
+        work_dir=tmp_path,
+        env={"ORDERS_TOPIC": orders, "TOTALS_TOPIC": totals},
+    )
+    try:
+        yield app
+    finally:
+        app.stop_all()
+
+
+def produce_orders(app: SampleApp, first: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": app.bootstrap, "acks": "all", "log_level": 0})
+    for index in range(first, first + count):
+        value = f"customer-{index % CUSTOMERS}:{index % 7 + 1}"
+        producer.produce(app.env["ORDERS_TOPIC"], key=f"order-{index}".encode(), value=value.encode())
+    assert producer.flush(30) == 0
+
+
+def expected_totals(count: int) -> dict[str, str]:
+    totals: dict[str, list[int]] = {}
+    for index in range(count):
+        entry = totals.setdefault(f"customer-{index % CUSTOMERS}", [0, 0])
+        entry[0] += 1
+        entry[1] += index % 7 + 1
+    return {customer: f"{orders},{amount}" for customer, (orders, amount) in totals.items()}
+
+
+def test_instances_follow_each_publication_and_count_every_order_once(orders_app: SampleApp) -> None:
+    api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
+    first = Publication(
+        generation=1,
+        assignment={
+            "orders-0": ClientAssignment(active=["0_0", "0_1", "1_0", "1_1"], standby=["0_2"]),
+            "orders-1": ClientAssignment(active=["0_2", "0_3", "1_2", "1_3"], warmup=["0_0"]),
+        },
+    )
+    orders_app.publish(api, first)
+    for pod in ("orders-0", "orders-1"):
+        orders_app.start(pod)
+    orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=120)
+    assert orders_app.kafka_view() == {
+        "orders-0": {"0_0", "0_1", "1_0", "1_1"},
+        "orders-1": {"0_2", "0_3", "1_2", "1_3"},
+    }
+    produce_orders(orders_app, 0, 400)
+
+    moved = Publication(
+        generation=2,
+        assignment={
+            "orders-0": ClientAssignment(active=["0_0", "1_0"], standby=["0_1", "0_2"]),
+            "orders-1": ClientAssignment(active=["0_1", "0_2", "0_3", "1_1", "1_2", "1_3"], standby=["0_0"]),
+        },
+    )
+    published = orders_app.publish(api, moved)
+    running = orders_app.wait_generation(["orders-0", "orders-1"], 2, timeout=60)
+    print(f"generation 2 ran on both instances {running - published:.2f} s after it was published")
+    assert running - published < 10, "a new publication must take effect within seconds, without restarts"
+    assert orders_app.kafka_view() == {
+        "orders-0": {"0_0", "1_0"},
+        "orders-1": {"0_1", "0_2", "0_3", "1_1", "1_2", "1_3"},
+    }
+    lags = orders_app.instances["orders-0"].metrics()
+    assert 'smoothscale_task_lag{task="0_1"}' in lags, "the standby's state is reported with its lag"
+    assert 'smoothscale_task_changelog_end_offset{task="1_0"}' in lags
+    assert any(series.startswith("smoothscale_task_process_rate") for series in lags)
+
+    produce_orders(orders_app, 400, 400)
+    latest: dict[str, str] = {}
+    deadline = time.monotonic() + 90
+    while latest != expected_totals(800) and time.monotonic() < deadline:
+        latest.update(
+            dict(read_committed(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], idle_seconds=3))
+        )
+    assert latest == expected_totals(800)
+    for pod in ("orders-0", "orders-1"):
+        assert orders_app.instances[pod].process.poll() is None, f"{pod} kept running: no restart was needed"
