@@ -1,6 +1,7 @@
-"""Real Kafka Streams instances of the sample app (`bridge/sample-app`) for tests and benchmarks: each one a
-JVM in its own process group, stopped with SIGTERM (then SIGKILL) by whoever started it; its metrics read
-over HTTP; publications written through the Kubernetes API exactly as the operator writes them."""
+"""Real Kafka Streams instances of the Java sample app (`bridge/sample-app`, built by `.ci/bridge.sh`) for
+tests and benchmarks: each one a JVM in its own process group, stopped with SIGTERM (then SIGKILL) by
+whoever started it; its metrics read over HTTP; publications written through the Kubernetes API exactly as
+the operator writes them; Kafka's own view of the group read with the admin API."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ from typing import Any
 
 import kubernetes
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
 QUIET = {"log_level": 0}
 
@@ -145,7 +147,7 @@ class SampleApp:
         except kubernetes.client.ApiException as error:
             if error.status != 404:
                 raise
-            api.create_namespaced_config_map(self.namespace, body)
+            api.create_namespaced_config_map(self.namespace, body)  # type: ignore[arg-type]  # a dict is accepted
         else:
             api.patch_namespaced_config_map(name, self.namespace, body)
         return time.monotonic()
@@ -206,7 +208,8 @@ def read_committed(bootstrap: str, topic: str, idle_seconds: float = 5, timeout:
         while time.monotonic() < deadline and time.monotonic() - last < idle_seconds:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                records.append((message.key().decode(), message.value().decode()))
+                key, value = message.key(), message.value()
+                records.append((key.decode() if key else "", value.decode() if value else ""))
                 last = time.monotonic()
     finally:
         consumer.close()
