@@ -114,7 +114,8 @@ class SampleApp:
             "SMOOTHSCALE_METRICS_PORT": str(port),
             "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
             **({"SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig)} if self.kubeconfig else {}),
-            **({} if bridged else {"SMOOTHSCALE_BRIDGE": "off"}),
+            # Without the bridge the client is still named after the pod: Kafka's view is read by it.
+            **({} if bridged else {"SMOOTHSCALE_BRIDGE": "off", "STREAMS_CLIENT_ID": pod}),
             **self.env,
             **(extra_env or {}),
         }

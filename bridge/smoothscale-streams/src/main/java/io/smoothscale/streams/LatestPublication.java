@@ -26,14 +26,14 @@ public final class LatestPublication {
         return reading.publication();
     }
 
-    /** A new publication was read; listeners hear of it only when its generation differs from the last. */
+    /** A publication was read; listeners hear of it unless it is the one read last (an informer resync). */
     public void accept(Publication publication) {
         Optional<Publication> before = reading.publication();
-        reading = new Reading(Optional.of(publication), Optional.empty(), System.nanoTime());
-        if (before.isEmpty() || before.get().generation() != publication.generation()
-            || !before.get().equals(publication)) {
-            listeners.forEach(listener -> listener.accept(publication));
+        if (before.isPresent() && before.get().equals(publication)) {
+            return;  // keeps readAtNanos: the apply delay counts from the first reading
         }
+        reading = new Reading(Optional.of(publication), Optional.empty(), System.nanoTime());
+        listeners.forEach(listener -> listener.accept(publication));
     }
 
     /** The ConfigMap is gone or holds no valid publication. */
