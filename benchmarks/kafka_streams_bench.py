@@ -93,13 +93,18 @@ def tasks_of(partitions: int, ends: Mapping[str, int]) -> list[Task]:
     return [Task(id=t, subtopology=t.split("_")[0], changelog_offsets=ends.get(t, 0)) for t in ids]
 
 
-def snapshot(app: SampleApp, published: Publication, partitions: int) -> Snapshot:
-    """What the operator would know: every running instance's lag per task, and what is published."""
+def snapshot(app: SampleApp, published: Publication, partitions: int) -> Snapshot | None:
+    """What the operator would know: every instance's lag per task, and what is published; None when an
+    instance that holds tasks cannot be scraped (as the operator, plan only on complete information)."""
     lags: dict[str, dict[str, int]] = {}
     ends: dict[str, int] = {}
     for pod, instance in app.instances.items():
+        samples = instance.metrics()
+        held = published.assignment.get(pod, ClientAssignment())
+        if not samples and (held.active or held.standby or held.warmup):
+            return None
         lags[pod] = {}
-        for series, value in instance.metrics().items():
+        for series, value in samples.items():
             if series.startswith('smoothscale_task_lag{task="'):
                 lags[pod][series.split('"')[1]] = int(value)
             elif series.startswith('smoothscale_task_changelog_end_offset{task="'):
@@ -189,13 +194,19 @@ def run(
         while time.monotonic() < deadline:
             stable = True
             if bridged:
-                planned = plan(snapshot(app, published, partitions))
-                stable = planned.stable
-                if planned.assignment != published.assignment:
+                known = snapshot(app, published, partitions)
+                planned = None if known is None else plan(known)
+                stable = planned is not None and planned.stable
+                if planned is not None and planned.assignment != published.assignment:
                     published = Publication(
                         generation=published.generation + 1, assignment=planned.assignment
                     )
                     app.publish(api, published)
+                    print(
+                        f"[{mode}] +{time.monotonic() - started:.1f} s generation {published.generation}:"
+                        f" {planned.stats.warmups} warmups, {planned.stats.moved_actives} actives moved",
+                        file=sys.stderr,
+                    )
             if stable and balanced(app.kafka_view(), tasks):
                 break
             time.sleep(0.5)
