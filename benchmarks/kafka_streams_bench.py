@@ -37,7 +37,7 @@ from confluent_kafka.admin import AdminClient
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import Client, ClientAssignment, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan
-from smoothscale.operator.emulator import EmulatorThread
+from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import SampleApp, create_topics
 

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator.emulator import EmulatorThread
+from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import SampleApp, create_topics, read_committed
 
