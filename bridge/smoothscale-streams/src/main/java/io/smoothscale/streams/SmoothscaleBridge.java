@@ -156,6 +156,11 @@ public final class SmoothscaleBridge implements AutoCloseable {
                 }
             })
             .register(registry);
+        io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
+            .name("smoothscale_bridge_publication_read_generation")
+            .help("Newest generation this pod has read from its assignment ConfigMap (absent: none valid).")
+            .callback(callback -> publications.publication().ifPresent(p -> callback.call(p.generation())))
+            .register(registry);
         try {
             server = HTTPServer.builder().hostname(metricsHost).port(metricsPort).registry(registry).buildAndStart();
         } catch (IOException error) {
