@@ -119,3 +119,45 @@ def test_instances_follow_each_publication_and_count_every_order_once(orders_app
     assert latest == expected_totals(800)
     for pod in ("orders-0", "orders-1"):
         assert orders_app.instances[pod].process.poll() is None, f"{pod} kept running: no restart was needed"
+
+
+def test_a_crashed_instance_makes_the_leader_fall_back_without_losing_a_task(orders_app: SampleApp) -> None:
+    api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
+    orders_app.publish(
+        api,
+        Publication(
+            generation=1,
+            assignment={
+                "orders-0": ClientAssignment(active=["0_0", "0_1", "1_0", "1_1"]),
+                "orders-1": ClientAssignment(active=["0_2", "0_3", "1_2", "1_3"]),
+            },
+        ),
+    )
+    quick_failure = {"STREAMS_SESSION_TIMEOUT_MS": "6000", "STREAMS_HEARTBEAT_INTERVAL_MS": "1000"}
+    for pod in ("orders-0", "orders-1"):
+        orders_app.start(pod, extra_env=quick_failure)
+    orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=120)
+    produce_orders(orders_app, 0, 300)
+
+    orders_app.instances["orders-1"].kill()  # SIGKILL: it leaves the group only when its session expires
+
+    everything = {f"{s}_{p}" for s in (0, 1) for p in range(4)}
+    deadline = time.monotonic() + 60
+    while orders_app.kafka_view() != {"orders-0": everything} and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert orders_app.kafka_view() == {"orders-0": everything}, "the survivor runs every task"
+    fallbacks = orders_app.instances["orders-0"].metrics()  # orders-0 led: orders-1 was its only peer
+    assert fallbacks.get('smoothscale_bridge_assignor_fallbacks_total{reason="unknown_client"}', 0) >= 1
+    assert (
+        "smoothscale_assignment_generation" not in fallbacks
+        or orders_app.instances["orders-0"].generation() == 1
+    )
+
+    produce_orders(orders_app, 300, 300)
+    latest: dict[str, str] = {}
+    deadline = time.monotonic() + 90
+    while latest != expected_totals(600) and time.monotonic() < deadline:
+        latest.update(
+            dict(read_committed(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], idle_seconds=3))
+        )
+    assert latest == expected_totals(600), "every order counted once across the crash (exactly-once)"
