@@ -62,7 +62,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import AssignmentUnreadableError, Published, load_published, publish
 from .reporting import AppReporter
-from .resource import InvalidSpecError, MetricNames, StreamsAppSpec, load_spec, planner_config
+from .resource import InvalidSpecError, MetricNames, Runtime, StreamsAppSpec, load_spec, planner_config
 from .resource.durations import parse_duration
 from .scrape import metrics_url
 
@@ -103,6 +103,8 @@ class _HandOverWait:
     published_at: datetime | None = None
     polls: int = 0
     """Pods polled since the last publication."""
+    kafka_rebalances: bool = False
+    """The pods run Kafka Streams (`spec.runtime`): Kafka's rebalance hands tasks over."""
 
     def awaited(self, published: Publication) -> set[str]:
         """The pods a pending hand-over waits on that can be polled (they have a metrics URL)."""
@@ -340,6 +342,8 @@ class AppReconciler:
             if isinstance(r, PodMetrics) and r.generation is not None
         }
         waits.status_generation = state.status_generation
+        if state.spec is not None:
+            waits.kafka_rebalances = state.spec.runtime is Runtime.KAFKA_STREAMS
         if waits.published_at is None:
             waits.published_at = state.now  # a hand-over found in the ConfigMap (a restart): polls start now
         await self._publish_next()
@@ -385,6 +389,7 @@ class AppReconciler:
             waits.alive,
             waits.status_generation,
             ready=set(waits.acked),  # a pod that reports a generation follows the assignment
+            kafka_rebalances=waits.kafka_rebalances,
         )
         if candidate is None:
             return

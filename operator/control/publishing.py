@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 
 from smoothscale.assignor.handover import Publication, next_publication
 from smoothscale.assignor.models import ClientAssignment
+from smoothscale.assignor.ordering import natural_sorted
 
 
 def barrier_after_loss(
@@ -57,13 +58,16 @@ def next_generation(
     alive: Collection[str],
     status_generation: int,
     ready: Collection[str] | None = None,
+    *,
+    kafka_rebalances: bool = False,
 ) -> Publication | None:
     """The publication to write this round, or None to write nothing.
 
     `desired`: the last plan's assignment (None while nothing is planned); `acked`: the generation each pod
     reports as applied; `alive`: pods that may still be processing; `status_generation`: the generation the
     app's status last reported as published (a lost ConfigMap is rebuilt above it); `ready`: the pods that
-    follow their assignment, the only ones a running task may move to (None: every pod).
+    follow their assignment, the only ones a running task may move to (None: every pod);
+    `kafka_rebalances`: the pods run Kafka Streams, whose rebalance hands tasks over (`plan_as_published`).
     """
     barrier = barrier_after_loss(published, status_generation, acked)
     if barrier is not None:
@@ -72,7 +76,28 @@ def next_generation(
         return None  # some pod may still run what a lost generation gave it
     if desired is None or not desired_reachable(desired, alive):
         return None  # nothing planned yet, or the plan names a pod that is gone: wait for the next plan
+    if kafka_rebalances:
+        return plan_as_published(published, desired, alive)
     return next_publication(published, desired, acked, set(alive), None if ready is None else set(ready))
+
+
+def plan_as_published(
+    published: Publication, desired: Mapping[str, ClientAssignment], alive: Collection[str]
+) -> Publication | None:
+    """For Kafka Streams apps: the plan itself, in one generation (None when it is already published).
+
+    Kafka's cooperative protocol revokes a moved task from its old owner in one rebalance and assigns it
+    in the follow-up, so a revoking generation of the operator's own would only delay the move.
+    """
+    pods = natural_sorted(set(desired) | {pod for pod in published.assignment if pod in alive})
+    assignment = {pod: desired.get(pod, ClientAssignment()) for pod in pods}
+    if (
+        not published.revoking
+        and assignment == {pod: published.assignment.get(pod, ClientAssignment()) for pod in pods}
+        and set(published.assignment) <= set(pods)
+    ):
+        return None
+    return Publication(generation=published.generation + 1, assignment=assignment)
 
 
 def awaited_owners(published: Publication, acked: Mapping[str, int], alive: Collection[str]) -> set[str]:

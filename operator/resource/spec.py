@@ -40,6 +40,15 @@ __all__ = [
 _EMPTY_SECTION: dict[str, Any] = {"default": {}}
 
 
+class Runtime(StrEnum):
+    """What runs in the app's pods, which decides how a task moves between them."""
+
+    CLIENT_LIBRARY = "ClientLibrary"
+    """smoothscale's Python client library: the operator hands tasks over in two generations."""
+    KAFKA_STREAMS = "KafkaStreams"
+    """Kafka Streams with the smoothscale-streams bridge: Kafka's cooperative rebalance is the hand-over."""
+
+
 class UpdateStrategy(StrEnum):
     """How pods are replaced when the pod template changes."""
 
@@ -295,6 +304,12 @@ class StreamsAppSpec(SpecModel):
     """The desired state of a stream processing app."""
 
     replicas: int = Field(1, ge=0, description="Number of pods (not counting surge during a swap).")
+    runtime: Runtime = Field(
+        Runtime.CLIENT_LIBRARY,
+        description="ClientLibrary (smoothscale's client library: tasks move in two generations, revoke then "
+        "assign) or KafkaStreams (a Kafka Streams app with the smoothscale-streams bridge: each plan is "
+        "published at once, Kafka's cooperative rebalance revokes a task before it starts elsewhere).",
+    )
     template: PodTemplate = Field(description="Template of the app's pods.")
     topology: TopologySpec = Field(description="The app's subtopologies, which define its tasks.")
     assignment: AssignmentSpec = Field(
