@@ -208,14 +208,16 @@ class FakeKubelet:
         await pod.runner.setup()
         await web.TCPSite(pod.runner, "127.0.0.1", 0).start()
         pod.port = int(pod.runner.addresses[0][1])
-        zone = choose_zone(item.get("spec") or {}, ZONES, self._zone_load())
+        bound = (item.get("spec") or {}).get("nodeName")
+        zones = {node_name(zone): zone for zone in ZONES}
+        zone = zones.get(bound) if bound else choose_zone(item.get("spec") or {}, ZONES, self._zone_load())
         path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
         patch = {"metadata": {"annotations": {names.METRICS_PORT_ANNOTATION: str(pod.port)}}}
         await api.patch(path, json=patch, headers=_MERGE)
         # A pod that accepts no zone stays unbound, as with the sandbox's kubelet; a pod is bound as a
         # scheduler binds it (its spec cannot change).
         if zone is not None:
-            if not (item.get("spec") or {}).get("nodeName"):
+            if not bound:
                 target = {"apiVersion": "v1", "kind": "Node", "name": node_name(zone)}
                 binding = {
                     "apiVersion": "v1",
