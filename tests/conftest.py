@@ -9,14 +9,19 @@ if set (to keep them, e.g. as log-parser material), else a temporary folder of t
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from smoothscale.sandbox.kafka.broker import KafkaCluster
+from smoothscale.sandbox.kafka_streams import sample_jar
 
 KAFKA_LOGS_ENV = "SMOOTHSCALE_KAFKA_LOGS"
+ROOT = Path(__file__).resolve().parents[1]
+JAR_USERS = {"test_bridge_kafka.py", "test_realkube_bridge.py"}
+"""Test modules that run the Java sample app (`sample_jar`)."""
 
 
 def _log_dir(factory: pytest.TempPathFactory, name: str) -> Path:
@@ -37,3 +42,14 @@ def kafka_racks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClust
     work_dir = tmp_path_factory.mktemp("kafka-racks")
     with KafkaCluster(work_dir, _log_dir(tmp_path_factory, "kafka-racks"), brokers=3) as cluster:
         yield cluster
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build what the selected tests run, once, before the first of them and outside every test's timeout
+    (pyproject's): cold, the Go build of the control plane takes longer than one test may. A warm machine
+    returns at once."""
+    selected = {Path(str(item.path)).resolve() for item in session.items}
+    if any(ROOT / "tests/realkube" in path.parents for path in selected):
+        subprocess.run(["bash", str(ROOT / "tools/kube/build.sh")], check=True, stdout=subprocess.DEVNULL)
+    if any(path.name in JAR_USERS for path in selected):
+        sample_jar()
