@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from smoothscale.pipeline import balance, diagnoses, journal_reader, log_lines, restore, timeline
+from smoothscale.pipeline import balance, diagnoses, generations, journal_reader, log_lines, restore, timeline
 from smoothscale.pipeline.numbered_lines import number, read_lines, scan, splits
 
 
@@ -33,7 +33,7 @@ class AnalyzeInputs:
 @dataclass(frozen=True)
 class AnalyzeResult:
     tables: dict[str, DataFrame]
-    # Per file: lines, recognised, skipped and unknown (logs), or lines and malformed (journal).
+    # Per file: the counts of `log_lines.line_counts` (logs), or lines and malformed (journal).
     inputs: list[dict[str, Any]]
 
 
@@ -77,8 +77,10 @@ def analyze(spark: SparkSession, inputs: AnalyzeInputs) -> AnalyzeResult:
     incidents = _materialize(spark, found, inputs.out, "log_incidents")
     every_record = _materialize(spark, _journal(spark, inputs), inputs.out, "journal")
     journal = every_record.where(~F.col("malformed")).drop("malformed")
+    recognised = incidents.where(F.col("kind") != log_lines.UNRECOGNISED)
+    table = _materialize(spark, generations.generations(recognised), inputs.out, "generations")
     rebalances = _materialize(
-        spark, timeline.rebalance_timeline(incidents, journal), inputs.out, "rebalances"
+        spark, timeline.rebalance_timeline(recognised, journal, table), inputs.out, "rebalances"
     )
     by_task = _materialize(
         spark,
@@ -87,13 +89,19 @@ def analyze(spark: SparkSession, inputs: AnalyzeInputs) -> AnalyzeResult:
         "warmups",
     )
     derived = {
-        "diagnoses": diagnoses.diagnose(rebalances, incidents, journal, inputs.thresholds),
+        "diagnoses": diagnoses.diagnose(rebalances, incidents, journal, table, inputs.thresholds),
         "restore_by_pod": restore.restore_rollup(by_task, "app", "pod", "zone"),
         "restore_by_zone": restore.restore_rollup(by_task, "app", "zone"),
         "time_to_balance": balance.time_to_balance(journal),
         "cross_zone": restore.cross_zone(journal),
     }
-    tables = {"log_incidents": incidents, "journal": journal, "rebalances": rebalances, "warmups": by_task}
+    tables = {
+        "log_incidents": incidents,
+        "journal": journal,
+        "generations": table,
+        "rebalances": rebalances,
+        "warmups": by_task,
+    }
     tables |= {name: _materialize(spark, frame, inputs.out, name) for name, frame in derived.items()}
     log_counts = log_lines.line_counts(split_table, incidents)
     files = [{"kind": "log", **row.asDict()} for row in log_counts.orderBy("file").collect()]

@@ -1,17 +1,31 @@
-"""Diagnoses in the terms of the rebalancing guide (seed 003), each with the lines that support it.
+"""Diagnoses in the terms of the rebalancing guide (seed 003), each with the lines that support it, from
+every source that shows them: the assignor's, the clients', the coordinator's lines and the journal.
 
-From the leaders' "participating in this rebalance" lines, consecutive rebalances of a group are compared:
+From the leaders' "participating in this rebalance" lines and from the rebalance table (`generations`),
+consecutive rebalances of a group are compared:
 - `closely-grouped`: two rebalances within `close_seconds` (the first one almost certainly failed; the
   "SyncGroup failed" lines around it are cited too);
-- `leader-change`: the line comes from another thread than the previous one;
+- `leader-change`: the leader is another thread than the previous one;
 - `membership-churn`: the count of nodes or consumers changed; the consumers that came and went are named
   when the assignor listed them;
 - `regular-probing`: at least `probing_min_rebalances` rebalances at near-identical intervals (within
   `interval_tolerance`, and at least `probing_min_interval_s` apart): warmups taking long to catch up;
   `endless-probing` when such a run lasts until the end of the logs with `endless_min_rebalances` or more.
-From single lines: `heartbeat-expiration`, `poll-timeout`, `thread-replacement`, `shutdown-request`.
+From the rebalance table alone:
+- `rejoin-loop`: `rejoin_min_generations` or more generations in a row, each starting less than
+  `rejoin_gap_s` after the previous one completed: the group does not settle;
+- `slow-rebalance`: a generation that took more than `slow_rebalance_s` (members waited for one that
+  stopped without leaving);
+- `never-stabilised`: a rebalance that began and produced no generation in the `unstable_s` or more of
+  logs after it.
+Per member (`member_incidents`): expirations, poll timeouts, thread deaths, client shutdowns, fencing,
+coordinator losses, SyncGroup storms, the uncaught exception handlers' actions.
 From the journal: `endless-probing` when an app's last `endless_min_rebalances` plans all scheduled a
 follow-up (the operator never reached a stable plan).
+
+Findings of one kind about the same member (or group) less than `dedup_seconds` apart are one incident,
+with the union of their evidence (`deduplicate`): a heartbeat expiry seen by the coordinator and by the
+client is one diagnosis.
 """
 
 from __future__ import annotations
@@ -22,6 +36,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from smoothscale.pipeline.generations import client_id
+from smoothscale.pipeline.member_incidents import member_findings
 from smoothscale.pipeline.timeline import cite, seconds_between
 
 
@@ -32,6 +48,13 @@ class Thresholds:
     probing_min_interval_s: float = 30.0
     probing_min_rebalances: int = 3
     endless_min_rebalances: int = 5
+    rejoin_gap_s: float = 10.0
+    rejoin_min_generations: int = 3
+    slow_rebalance_s: float = 30.0
+    unstable_s: float = 60.0
+    coordinator_min_s: float = 5.0
+    sync_storm_min: int = 5
+    dedup_seconds: float = 30.0
 
 
 def no_members() -> Column:
@@ -51,6 +74,7 @@ def _diagnosis(
     return frame.select(
         "group",
         F.lit(kind).alias("kind"),
+        F.lit("").alias("key"),  # about the group as a whole
         "ts",
         (end_ts if end_ts is not None else F.col("ts")).alias("end_ts"),
         members.alias("members"),
@@ -60,10 +84,9 @@ def _diagnosis(
     )
 
 
-def _successive(timeline: DataFrame) -> DataFrame:
-    """The leaders' rebalances, each with the previous one of its group."""
+def _successive(frame: DataFrame) -> DataFrame:
+    """Rebalances (ts, leader, nodes, consumers, members, cite), each with the previous one of its group."""
     order = Window.partitionBy("group").orderBy("ts", "cite")
-    frame = timeline.where(F.col("source") == "assignor")
     for column in ("ts", "leader", "nodes", "consumers", "members", "cite"):
         frame = frame.withColumn(f"prev_{column}", F.lag(column).over(order))
     return frame.where(F.col("prev_ts").isNotNull()).withColumn(
@@ -121,12 +144,13 @@ def membership_churn(pairs: DataFrame) -> DataFrame:
     )
     left = F.array_except(F.coalesce("prev_members", no_members()), F.coalesce("members", no_members()))
     joined = F.array_except(F.coalesce("members", no_members()), F.coalesce("prev_members", no_members()))
+    counts = [
+        F.coalesce(F.col(c).cast("string"), F.lit("?"))
+        for c in ("prev_nodes", "prev_consumers", "nodes", "consumers")
+    ]
     detail = F.format_string(
-        "membership changed from %d nodes / %d consumers to %d nodes / %d consumers%s%s",
-        F.col("prev_nodes"),
-        F.col("prev_consumers"),
-        F.col("nodes"),
-        F.col("consumers"),
+        "membership changed from %s nodes / %s consumers to %s nodes / %s consumers%s%s",
+        *counts,
         F.when(F.size(left) > 0, F.concat(F.lit("; gone: "), F.array_join(left, ", "))).otherwise(""),
         F.when(F.size(joined) > 0, F.concat(F.lit("; came: "), F.array_join(joined, ", "))).otherwise(""),
     )
@@ -197,48 +221,6 @@ def probing_runs(pairs: DataFrame, limits: Thresholds) -> DataFrame:
     return regular.unionByName(endless)
 
 
-def _reason_member(pattern: str) -> Column:
-    return F.nullif(F.regexp_extract(F.col("reason"), pattern, 1), F.lit(""))
-
-
-def expirations(incidents: DataFrame) -> DataFrame:
-    """Heartbeat and poll-interval expirations, on the client's lines or in the coordinator's reasons."""
-    heartbeat_member = _reason_member(r"(?i)removing member (\S+) on heartbeat expiration")
-    poll_member = _reason_member(r"Removing member (\S+) on LeaveGroup; client reason: consumer poll timeout")
-    frame = incidents.where(F.col("ts").isNotNull()).withColumn(
-        "who",
-        F.when(F.col("kind") == "rebalance-start", F.coalesce(heartbeat_member, poll_member)).otherwise(
-            F.col("member")
-        ),
-    )
-    kind = (
-        F.when(F.col("kind").isin("heartbeat-expired", "heartbeat-failed"), "heartbeat-expiration")
-        .when(F.col("kind") == "poll-timeout", "poll-timeout")
-        .when((F.col("kind") == "rebalance-start") & heartbeat_member.isNotNull(), "heartbeat-expiration")
-        .when((F.col("kind") == "rebalance-start") & poll_member.isNotNull(), "poll-timeout")
-        .when(F.col("kind") == "thread-replaced", "thread-replacement")
-        .when(F.col("kind") == "shutdown-requested", "shutdown-request")
-    )
-    explained = {
-        "heartbeat-expiration": "missed its heartbeats (session timeout): the coordinator removed it",
-        "poll-timeout": "did not call poll within max.poll.interval.ms and left the group",
-        "thread-replacement": "a StreamThread died and was replaced (REPLACE_THREAD): the group rebalances",
-        "shutdown-request": "requested an application-wide shutdown (SHUTDOWN_APPLICATION)",
-    }
-    words = F.create_map(*[F.lit(x) for pair in explained.items() for x in pair])
-    found = frame.withColumn("diagnosis", kind).where(F.col("diagnosis").isNotNull())
-    return found.select(
-        "group",
-        F.col("diagnosis").alias("kind"),
-        "ts",
-        F.col("ts").alias("end_ts"),
-        F.array(F.col("who")).alias("members"),
-        F.lit(None).cast("double").alias("interval_s"),
-        F.concat_ws(" ", F.col("who"), words[F.col("diagnosis")]).alias("detail"),
-        F.array(cite()).alias("evidence"),
-    )
-
-
 def journal_endless_probing(journal: DataFrame, limits: Thresholds) -> DataFrame:
     """Apps whose last plans all scheduled a follow-up: the operator kept probing until the journal ends."""
     latest_first = Window.partitionBy("app").orderBy(F.col("ts").desc(), F.col("line").desc())
@@ -275,18 +257,202 @@ def journal_endless_probing(journal: DataFrame, limits: Thresholds) -> DataFrame
     )
 
 
+def _generation_rows(table: DataFrame) -> DataFrame:
+    """The rebalance table's completed generations in the shape `_successive` compares."""
+    return table.where(F.col("generation").isNotNull() & F.col("start").isNotNull()).select(
+        "group",
+        F.col("start").alias("ts"),
+        "leader",
+        F.lit(None).cast("long").alias("nodes"),
+        F.col("member_count").alias("consumers"),
+        F.when(F.size("members") > 0, F.col("members")).alias("members"),
+        "cite",
+    )
+
+
+def rejoin_loops(table: DataFrame, limits: Thresholds) -> DataFrame:
+    """Runs of generations each starting less than `rejoin_gap_s` after the previous one completed."""
+    order = Window.partitionBy("group").orderBy("generation")
+    done = table.where(F.col("generation").isNotNull() & F.col("end").isNotNull())
+    gap = seconds_between(F.lag("end").over(order), F.col("start"))
+    chained = done.withColumn("chained", F.coalesce(gap < limits.rejoin_gap_s, F.lit(False)))
+    run = F.sum(F.when(F.col("chained"), 0).otherwise(1)).over(
+        order.rowsBetween(Window.unboundedPreceding, 0)
+    )
+    runs = (
+        chained.withColumn("run", run)
+        .groupBy("group", "run")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.min("generation").alias("first"),
+            F.max("generation").alias("last"),
+            F.min("start").alias("ts"),
+            F.max("end").alias("end_ts"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("members")))).alias("members"),
+            F.array_sort(F.collect_list("cite")).alias("evidence"),
+            F.array_join(F.array_sort(F.collect_set("reason")), "; ").alias("reasons"),
+            F.array_join(
+                F.transform(F.array_sort(F.collect_list("end")), lambda t: F.date_format(t, "HH:mm:ss.SSS")),
+                ", ",
+            ).alias("ends"),
+        )
+        .where(F.col("count") >= limits.rejoin_min_generations)
+    )
+    span = seconds_between(F.col("ts"), F.col("end_ts"))
+    detail = F.format_string(
+        "%d rebalances in %.1f s (generations %d to %d, completed at %s), each starting less than %.0f s"
+        " after the previous one completed: the group does not settle; %s",
+        F.col("count"),
+        span,
+        F.col("first"),
+        F.col("last"),
+        F.col("ends"),
+        F.lit(limits.rejoin_gap_s),
+        F.when(F.col("reasons") != "", F.concat(F.lit("reasons logged: "), F.col("reasons"))).otherwise(
+            F.lit(
+                "no reason logged (members rejoined right after an assignment: metadata or subscription"
+                " changes, an eager protocol's revocations)"
+            )
+        ),
+    )
+    return _diagnosis(runs, "rejoin-loop", detail, F.col("members"), F.col("evidence"), F.col("end_ts"), span)
+
+
+def slow_rebalances(table: DataFrame, incidents: DataFrame, limits: Thresholds) -> DataFrame:
+    """Generations that took more than `slow_rebalance_s`, naming the members that died or left just
+    before or during them (the ones the group was waiting for)."""
+    slow = table.where(F.col("duration_s") > limits.slow_rebalance_s).withColumn("ts", F.col("start"))
+    gone = incidents.where(
+        (
+            (F.col("kind") == "state-transition")
+            & (F.col("new_state") == "DEAD")
+            & F.col("member").contains("-StreamThread-")
+        )
+        | F.col("kind").isin("leave-group", "member-left", "heartbeat-expired")
+    ).select(
+        F.col("group").alias("g_group"),
+        F.col("ts").alias("g_ts"),
+        F.concat_ws(
+            " ",
+            client_id(F.col("member")),
+            F.when(F.col("kind") == "state-transition", "died").otherwise("left"),
+        ).alias("what"),
+    )
+    lookback = F.expr(f"INTERVAL {int(limits.slow_rebalance_s * 10)} SECONDS")
+    near = (F.col("g_group") == F.col("group")) & F.col("g_ts").between(
+        F.col("start") - lookback, F.col("end")
+    )
+    named = (
+        slow.join(gone, near, "left")
+        .groupBy(*slow.columns)
+        .agg(F.array_sort(F.collect_set("what")).alias("gone"))
+    )
+    detail = F.format_string(
+        "generation %d took %.1f s to complete with %s members%s: the group waited for members that did not"
+        " rejoin (one that stopped without leaving is only dropped after its session or rebalance timeout)%s",
+        F.col("generation"),
+        F.col("duration_s"),
+        F.coalesce(F.col("member_count").cast("string"), F.lit("?")),
+        F.when(
+            F.col("reason").isNotNull(), F.concat(F.lit(" (reason: "), F.col("reason"), F.lit(")"))
+        ).otherwise(""),
+        F.when(F.size("gone") > 0, F.concat(F.lit("; just before: "), F.array_join("gone", ", "))).otherwise(
+            ""
+        ),
+    )
+    return _diagnosis(
+        named, "slow-rebalance", detail, F.col("members"), F.array("cite"), F.col("end"), F.col("duration_s")
+    )
+
+
+def unstable(table: DataFrame, incidents: DataFrame, limits: Thresholds) -> DataFrame:
+    """Rebalances that began and had produced no generation `unstable_s` or more later, when logs end."""
+    last_seen = incidents.groupBy("group").agg(F.max("ts").alias("last_ts"))
+    open_ = (
+        table.where(F.col("end").isNull() & F.col("start").isNotNull())
+        .join(last_seen, "group")
+        .withColumn("ts", F.col("start"))
+    )
+    waited = seconds_between(F.col("start"), F.col("last_ts"))
+    stuck = open_.where(waited >= limits.unstable_s)
+    detail = F.format_string(
+        "a rebalance began and no generation completed in the %.0f s of logs after it%s: the group never"
+        " stabilised",
+        waited,
+        F.when(
+            F.col("reason").isNotNull(), F.concat(F.lit(" (reason: "), F.col("reason"), F.lit(")"))
+        ).otherwise(""),
+    )
+    return _diagnosis(
+        stuck, "never-stabilised", detail, F.col("members"), F.array("cite"), F.col("last_ts"), waited
+    )
+
+
+def deduplicate(findings: DataFrame, window_s: float) -> DataFrame:
+    """One row per incident: findings of one group, kind and key whose times are less than `window_s`
+    apart (measured from the end of the incident so far) are merged; `occurrences` counts them."""
+    order = Window.partitionBy("group", "kind", "key").orderBy("ts", "end_ts")
+    so_far = F.max("end_ts").over(order.rowsBetween(Window.unboundedPreceding, -1))
+    starts = F.when(so_far.isNull() | (seconds_between(so_far, F.col("ts")) > window_s), 1).otherwise(0)
+    numbered = findings.where(F.col("ts").isNotNull()).withColumn("starts", starts)
+    numbered = numbered.withColumn(
+        "incident", F.sum("starts").over(order.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    by_time = F.array_sort(F.collect_list(F.struct("ts", "detail")))
+    return numbered.groupBy("group", "kind", "key", "incident").agg(
+        F.min("ts").alias("ts"),
+        F.max("end_ts").alias("end_ts"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("members")))).alias("members"),
+        F.max("interval_s").alias("interval_s"),
+        F.array_join(F.array_distinct(F.transform(by_time, lambda item: item["detail"])), "; ").alias(
+            "detail"
+        ),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("evidence")))).alias("evidence"),
+        F.count(F.lit(1)).alias("occurrences"),
+    )
+
+
+def _storms_only(incidents: DataFrame, limits: Thresholds) -> DataFrame:
+    """Keeps the SyncGroup failures that gathered into a storm, described as one."""
+    storm = F.col("kind") == "sync-storm"
+    described = F.format_string(
+        "%d SyncGroup failures in %.1f s: rebalance after rebalance failed before the members got their"
+        " assignment (%s)",
+        F.col("occurrences"),
+        seconds_between(F.col("ts"), F.col("end_ts")),
+        F.col("detail"),
+    )
+    return incidents.where(~storm | (F.col("occurrences") >= limits.sync_storm_min)).withColumn(
+        "detail", F.when(storm, described).otherwise(F.col("detail"))
+    )
+
+
 def diagnose(
-    timeline: DataFrame, incidents: DataFrame, journal: DataFrame, limits: Thresholds | None = None
+    timeline: DataFrame,
+    incidents: DataFrame,
+    journal: DataFrame,
+    table: DataFrame,
+    limits: Thresholds | None = None,
 ) -> DataFrame:
-    """Every diagnosis: group, kind, ts, end_ts, members, interval_s, detail (plain words), evidence."""
+    """Every diagnosis: group, kind, ts, end_ts, members, interval_s, detail (plain words), evidence and
+    occurrences (the findings merged into it)."""
     limits = limits or Thresholds()
-    pairs = _successive(timeline)
+    recognised = incidents.where(F.col("kind") != "unrecognised")
+    assignor = _successive(timeline.where(F.col("source") == "assignor"))
+    by_generation = _successive(_generation_rows(table))
     parts = [
-        closely_grouped(pairs, incidents, limits),
-        leader_changes(pairs),
-        membership_churn(pairs),
-        probing_runs(pairs, limits),
-        expirations(incidents),
+        closely_grouped(assignor, recognised, limits),
+        leader_changes(assignor),
+        leader_changes(by_generation),
+        membership_churn(assignor),
+        membership_churn(by_generation),
+        probing_runs(assignor, limits),
+        rejoin_loops(table, limits),
+        slow_rebalances(table, recognised, limits),
+        unstable(table, recognised, limits),
         journal_endless_probing(journal, limits),
     ]
-    return reduce(DataFrame.unionByName, parts).orderBy("group", "ts", "kind")
+    group_level = reduce(DataFrame.unionByName, parts)
+    members = member_findings(recognised, limits.dedup_seconds * 4, limits.coordinator_min_s)
+    merged = deduplicate(group_level.unionByName(members), limits.dedup_seconds)
+    return _storms_only(merged, limits).drop("key", "incident").orderBy("group", "ts", "kind")

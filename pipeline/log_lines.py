@@ -1,14 +1,23 @@
-"""The Kafka broker, consumer and Kafka Streams log lines that tell a rebalance's story, as the rebalancing
-guide (seed 003) quotes them, and their parsing into one DataFrame of incidents.
+"""The Kafka broker, consumer, Connect and Kafka Streams log lines that tell a rebalance's story, from
+Kafka 1.x to 4.x, and their parsing into one DataFrame of incidents.
 
-Each `LinePattern` pairs a literal marker (a cheap `contains` test that every line goes through) with the
-regular expression that extracts the fields from the few lines that carry the marker; both run on the JVM.
-Lines that match no pattern are counted, never fatal: `skipped` when they look like log lines (they start
-with a timestamp), `unknown` when they do not (another format, a stack trace, garbage).
+Each `LinePattern` pairs a literal marker (a cheap `contains` test) with the regular expression that
+extracts the fields from the message (`log_layouts.message`: the line without its layout, container prefix
+or trailing logger name). A line is recognised by the first pattern whose marker it contains and whose
+expression matches its message; both run on the JVM. Lines that match no pattern are counted, never
+fatal: log lines of no interest are `skipped`, stack traces and other continuation lines of multi-line
+records are `continuation`, the rest `unknown`; and lines that speak of rebalances but match no pattern
+are kept as `unrecognised`, so that the report can say what it could not read.
 
-Timestamps are log4j's `[2026-11-21 11:08:54,694]`; the guide's shortened `[11:08:54,694]` is read on the
-date given by `default_date`. Assignor lines name the thread `<app>-<process uuid>-StreamThread-<n>-consumer`:
-the app (= consumer group) and the process (= node) are taken from it.
+The wordings come from the clients' and coordinators' sources of each era: the ZooKeeper-era broker
+(`[GroupCoordinator 1]: Preparing to rebalance group X in state PreparingRebalance with old generation 10
+(__consumer_offsets-7) (reason: ...)`, and before 2.4 without state and reason), the KRaft group
+coordinator (`[GroupCoordinator id=1 topic=__consumer_offsets partition=7] ... (reason: ...).`, KIP-848
+consumer groups' `[GroupId X] Member M joins the consumer group using the consumer protocol.`), the
+consumer's `[Consumer clientId=C, groupId=G]` prefix (`[Consumer instanceId=I, clientId=C, groupId=G]` for
+static members, `[Worker clientId=C, groupId=G]` in Connect workers), and Kafka Streams'
+`stream-thread [<app>-<process uuid>-StreamThread-<n>(-consumer)]` and `stream-client [<app>-<uuid>]`:
+the app (= consumer group) and the process are taken from those names.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from smoothscale.pipeline import log_layouts
+
 FIELDS = (
     "group",
     "member",
@@ -31,47 +42,142 @@ FIELDS = (
     "scheduled_ms",
     "process",
     "members",
+    "leader",
+    "old_state",
+    "new_state",
 )
 NUMERIC_FIELDS = frozenset({"generation", "nodes", "consumers", "scheduled_ms"})
+UNRECOGNISED = "unrecognised"
 
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-_CLIENT = r"\[Consumer clientId=([^,\]]+), groupId=([^\]]+)\]"
-TIMESTAMP = r"^\[(\d{4}-\d{2}-\d{2}[ T])?(\d{2}:\d{2}:\d{2})[,.](\d{3})\]"
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+# A consumer's log prefix: plain, static member (instanceId) or Connect worker. Groups: member, group.
+_CLIENT = r"\[(?:Consumer|Worker)(?: instanceId=[^,\]]+,)? clientId=([^,\]]+), groupId=([^,\]]+)\]"
+# A Streams thread (or its consumer). Groups: member, group.
+_THREAD = r"stream-thread \[((\S+?)-" + UUID + r"-StreamThread-\d+(?:-consumer)?)\]"
+# A Streams thread or client. Groups: member, group.
+_STREAMS = r"stream-(?:thread|client) \[((\S+?)-" + UUID + r"(?:-StreamThread-\d+(?:-consumer)?)?)\]"
+# The leader's thread in the assignor's lines. Groups: member, group, process.
+_LEADER = r"stream-thread \[((\S+?)-(" + UUID + r")-StreamThread-\d+-consumer)\]"
+# The broker names a member `M` or, from 2.3 to 3.x, `[group.instance.id I, member.id M]`. Group: member.
+_BROKER_MEMBER = r"Member(?:\[group\.instance\.id [^,]*, member\.id | )([^\s\]]+)\]?"
 
 
 @dataclass(frozen=True, slots=True)
 class LinePattern:
     kind: str
     marker: str  # a literal every matching line contains
-    regex: str  # Java- and Python-compatible; its groups fill `fields` in order
+    regex: str  # Java- and Python-compatible, searched in the message; its groups fill `fields` in order
     fields: tuple[str, ...]
 
 
 PATTERNS: tuple[LinePattern, ...] = (
+    # -- the group coordinator (broker) ------------------------------------------------------------------
     LinePattern(
         "rebalance-start",
         "Preparing to rebalance group",
-        r"Preparing to rebalance group (\S+) in state \w+ with old generation (\d+) .*?\(reason: (.*)\)\s*$",
+        r"Preparing to rebalance group (\S+)(?: in state \w+)? with old generation (-?\d+)"
+        r"(?: \(__consumer_offsets-\d+\))?(?: \(reason: (.*)\))?\.?\s*$",
         ("group", "generation", "reason"),
     ),
     LinePattern(
         "rebalance-stabilized",
         "Stabilized group",
-        r"Stabilized group (\S+) generation (\d+) .*?with (\d+) members",
+        r"Stabilized group (\S+) generation (\d+)(?: \(__consumer_offsets-\d+\))?(?: with (\d+) members)?",
         ("group", "generation", "consumers"),
     ),
     LinePattern(
-        "participating",
-        "participating in this rebalance",
-        r"stream-thread \[((\S+?)-(" + _UUID + r")-StreamThread-\d+-consumer)\] (\d+) client nodes and (\d+)"
-        r" consumers participating",
-        ("member", "group", "process", "nodes", "consumers"),
+        "assignment-received",
+        "Assignment received from leader",
+        r"Assignment received from leader ?(\S*) for group (\S+) for generation (\d+)"
+        r"(?:\. The group has (\d+) members)?",
+        ("leader", "group", "generation", "consumers"),
+    ),
+    LinePattern(
+        "group-empty",
+        "is now empty",
+        r"Group (\S+) with generation (\d+) is now empty",
+        ("group", "generation"),
     ),
     LinePattern(
         "heartbeat-expired",
         "has failed, removing it from the group",
-        r"Member (\S+) in group (\S+) has failed, removing it from the group",
+        _BROKER_MEMBER + r" in group (\S+) has failed, removing it from the group",
         ("member", "group"),
+    ),
+    LinePattern(
+        "heartbeat-expired",
+        "has been removed after session timeout expiration",
+        r"Pending member (\S+) in group (\S+) has been removed after session timeout expiration",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "member-left",
+        "has left, removing it from the group",
+        _BROKER_MEMBER + r" in group (\S+) has left, removing it from the group",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "member-left",
+        "has left group through explicit",
+        r"\[Group(?:Id)? (\S+)\] (?:Dynamic |Static |Pending )?[Mm]ember (\S+) has left group through"
+        r" explicit .LeaveGroup. request(?:; client reason: (.*?))?\.?\s*$",
+        ("group", "member", "reason"),
+    ),
+    LinePattern(
+        "member-left",
+        "left the consumer group",
+        r"\[GroupId (\S+)\] Member (\S+) left the consumer group",
+        ("group", "member"),
+    ),
+    LinePattern(
+        "member-joined",
+        "joins the consumer group using the",
+        r"\[GroupId (\S+)\] (?:Static )?[Mm]ember (\S+)(?: with instance id \S+)? joins the consumer group",
+        ("group", "member"),
+    ),
+    LinePattern(
+        "member-fenced",
+        "fenced from the group because",
+        r"\[GroupId (\S+)\] Member (\S+) fenced from the group because (.*?)\.?\s*$",
+        ("group", "member", "reason"),
+    ),
+    # -- the consumer (and Connect worker) ---------------------------------------------------------------
+    LinePattern(
+        "poll-timeout",
+        "oll timeout has expired",
+        _CLIENT + r".*?([Cc]onsumer poll timeout has expired)",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "poll-timeout",
+        "heartbeat to leave due to expired poll timer",
+        _CLIENT + r".*?heartbeat to leave due to (expired poll timer)",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "leave-group",
+        "sending LeaveGroup request to coordinator",
+        _CLIENT + r".*?sending LeaveGroup request to coordinator.*? due to (.*?)\.?\s*$",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "leave-group",
+        "generated the heartbeat to leave the group",
+        _CLIENT + r".*?generated the heartbeat to leave the group",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "sync-failed",
+        "SyncGroup failed",
+        _CLIENT
+        + r".*?SyncGroup failed:? (.*?)(?: Sent generation was Generation\{generationId=(-?\d+).*)?\s*$",
+        ("member", "group", "reason", "generation"),
+    ),
+    LinePattern(
+        "join-failed",
+        "JoinGroup failed",
+        _CLIENT + r".*?JoinGroup failed(?::| due to)? (.*?)(?: Sent generation was .*)?\s*$",
+        ("member", "group", "reason"),
     ),
     LinePattern(
         "heartbeat-expired",
@@ -82,184 +188,316 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "heartbeat-failed",
         "resetting generation",
-        _CLIENT
-        + r".*Attempt to heartbeat with .*generationId=(\d+).* failed due to (.*?), resetting generation",
+        _CLIENT + r".*?Attempt to heartbeat with .*?generationId=(-?\d+).*? failed due to (.*?),"
+        r" resetting generation",
         ("member", "group", "generation", "reason"),
     ),
     LinePattern(
-        "poll-timeout",
-        "sending LeaveGroup request to coordinator due to consumer poll timeout",
-        _CLIENT + r".*sending LeaveGroup request to coordinator due to (consumer poll timeout.*?)\.?$",
+        "heartbeat-rebalancing",
+        "heartbeat failed since group is rebalancing",
+        _CLIENT + r".*?Attempt to heartbeat failed since group is rebalancing",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "coordinator-lost",
+        "is unavailable or invalid",
+        _CLIENT + r".*?Group coordinator .*? is unavailable or invalid(?: due to cause: (.*?)\."
+        r"(?: isDisconnected: \w+\.)? Rediscovery|, will attempt rediscovery)",
         ("member", "group", "reason"),
     ),
     LinePattern(
-        "leave-group",
-        "sending LeaveGroup request to coordinator due to",
-        _CLIENT + r".*sending LeaveGroup request to coordinator due to (.*?)\.?$",
-        ("member", "group", "reason"),
+        "coordinator-lost",
+        "Marking the coordinator",
+        _CLIENT + r".*?Marking the coordinator .*? dead",
+        ("member", "group"),
     ),
     LinePattern(
-        "sync-failed",
-        "SyncGroup failed",
-        _CLIENT + r".*SyncGroup failed: (.*?)(?: Sent generation was Generation\{generationId=(\d+).*)?$",
-        ("member", "group", "reason", "generation"),
+        "coordinator-found",
+        "Discovered group coordinator",
+        _CLIENT + r".*?Discovered group coordinator",
+        ("member", "group"),
     ),
     LinePattern(
-        "join-failed",
-        "JoinGroup failed",
-        _CLIENT + r".*JoinGroup failed: (.*?)\s*$",
+        "generation-reset",
+        "Resetting generation",
+        _CLIENT + r".*?Resetting generation (?:and member id )?(?:\S+ )?due to:? (.*?)\s*$",
         ("member", "group", "reason"),
     ),
     LinePattern(
         "join-request",
         "Request joining group due to",
-        _CLIENT + r".*Request joining group due to:? (.*?)\s*$",
+        _CLIENT + r".*?Request joining group due to:? (.*?)\s*$",
         ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "rejoining",
+        "(Re-)joining group",
+        _CLIENT + r".*?\(Re-\)joining group",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "joined",
+        "joined group with generation",
+        _CLIENT + r".*?Successfully joined group with generation (?:Generation\{generationId=)?(-?\d+)",
+        ("member", "group", "generation"),
+    ),
+    LinePattern(
+        "joined",
+        "Joined group at generation",
+        _CLIENT + r".*?Joined group at generation (\d+)(?:.*?leader='([^']*)')?",
+        ("member", "group", "generation", "leader"),
+    ),
+    LinePattern(
+        "synced",
+        "synced group in generation",
+        _CLIENT + r".*?Successfully synced group in generation (?:Generation\{generationId=)?(-?\d+)",
+        ("member", "group", "generation"),
+    ),
+    LinePattern(
+        "assignment-finished",
+        "Finished assignment for group at generation",
+        _CLIENT + r".*?Finished assignment for group at generation (\d+): \{(.*)\}",
+        ("member", "group", "generation", "members"),
+    ),
+    # -- Kafka Streams -------------------------------------------------------------------------------------
+    LinePattern(
+        "participating",
+        "All members participating in this rebalance",
+        _LEADER + r" All members participating in this rebalance",
+        ("member", "group", "process"),
+    ),
+    LinePattern(
+        "participating",
+        "participating in this rebalance",
+        _LEADER + r" (\d+) client nodes and (\d+) consumers participating",
+        ("member", "group", "process", "nodes", "consumers"),
     ),
     LinePattern(
         "followup-scheduled",
         "Requesting followup rebalance be scheduled immediately",
-        r"stream-thread \[((\S+?)-"
-        + _UUID
-        + r"-StreamThread-\d+-consumer)\] Requesting followup rebalance be"
-        r" scheduled immediately by (\S+) due to (.*?)\.?\s*$",
+        _LEADER + r" Requesting followup rebalance be scheduled immediately by (?:\S+) due to (.*?)\.?\s*$",
         ("member", "group", "process", "reason"),
     ),
     LinePattern(
         "probing-scheduled",
         "to probe for caught-up replica tasks",
-        r"stream-thread \[((\S+?)-"
-        + _UUID
-        + r"-StreamThread-\d+-consumer)\] Requesting followup rebalance be"
-        r" scheduled by (\S+) for (\d+) to probe for caught-up replica tasks",
+        _LEADER + r" Requesting followup rebalance be scheduled by (?:\S+) for (\d+) to probe",
         ("member", "group", "process", "scheduled_ms"),
     ),
     LinePattern(
         "probing-scheduled",
         "Requested to schedule next probing rebalance at",
-        r"stream-thread \[((\S+?)-" + _UUID + r"-StreamThread-\d+-consumer)\].*Requested to schedule next"
-        r" probing rebalance at (\d+)",
+        _THREAD + r".*?Requested to schedule next probing rebalance at (\d+)",
         ("member", "group", "scheduled_ms"),
+    ),
+    # Before 3.4 the assignor wrote the probing rebalance's epoch time followed by "ms".
+    LinePattern(
+        "probing-scheduled",
+        "Requested to schedule probing rebalance for",
+        _THREAD + r".*?Requested to schedule probing rebalance for (\d+) ms",
+        ("member", "group", "scheduled_ms"),
+    ),
+    LinePattern(
+        "stable-assignment",
+        "Finished stable assignment of tasks",
+        _THREAD + r" Finished stable assignment of tasks",
+        ("member", "group"),
     ),
     LinePattern(
         "followup-triggered",
         "Triggering the followup rebalance scheduled for",
-        r"stream-thread \[((\S+?)-" + _UUID + r"-StreamThread-\d+)\].*Triggering the followup rebalance"
-        r" scheduled for (\d+)",
+        _THREAD + r".*?Triggering the followup rebalance scheduled for (\d+)",
         ("member", "group", "scheduled_ms"),
     ),
     LinePattern(
         "thread-replaced",
         "Replacing thread in the streams uncaught exception handler",
-        r"stream-(?:thread|client) \[((\S+?)-" + _UUID + r"\S*)\]",
+        _STREAMS,
         ("member", "group"),
     ),
     LinePattern(
         "shutdown-requested",
         "Detected that shutdown was requested",
-        r"stream-(?:thread|client) \[((\S+?)-" + _UUID + r"\S*)\]",
+        _STREAMS,
         ("member", "group"),
     ),
+    LinePattern(
+        "thread-error",
+        "Encountered the following exception during processing",
+        _STREAMS + r" ?Encountered the following exception during processing(?: and ([^.:]*))?",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "thread-error",  # ksqlDB's query runner
+        "Unhandled exception caught in streams thread",
+        r"Unhandled exception caught in streams thread ((\S+?)-" + UUID + r"-StreamThread-\d+)",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "all-threads-died",
+        "All stream threads have died",
+        _STREAMS,
+        ("member", "group"),
+    ),
+    LinePattern(
+        "thread-fenced",
+        "Detected that the thread is being fenced",
+        _STREAMS,
+        ("member", "group"),
+    ),
+    LinePattern(
+        "thread-fenced",  # before 2.6: a task migrated while the thread was out of the group
+        "that got migrated to another thread",
+        _STREAMS,
+        ("member", "group"),
+    ),
+    LinePattern(
+        "state-transition",
+        "State transition from",
+        _STREAMS + r" ?State transition from (\w+) to (\w+)",
+        ("member", "group", "old_state", "new_state"),
+    ),
     # The assignor lists each node's consumers on the lines after "participating in this rebalance".
-    LinePattern("participants", ": [", r"^\s*(" + _UUID + r"): \[(.*?)\]\.?\s*$", ("process", "members")),
+    LinePattern("participants", ": [", r"^\s*(" + UUID + r"): \[(.*?)\]", ("process", "members")),
 )
 
 # Most lines match no pattern: a line is tested against the markers only if it contains one of these
 # words, which every marker contains (fewer `contains` per line of no interest than one per marker).
-SCREEN = ("rebalance", "roup", "heartbeat", "generation", "probe", "uncaught", "shutdown", ": [")
+SCREEN = (
+    "rebalance",
+    "roup",
+    "heartbeat",
+    "generation",
+    "probe",
+    "uncaught",
+    "shutdown",
+    ": [",
+    "timeout",
+    "exception",
+    "died",
+    "fenced",
+    "migrated",
+    "ransition",
+    "oordinator",
+    "ssignment",
+    "now empty",
+    "unavailable or invalid",
+)
+# A screened line no pattern recognised that still speaks of group membership: counted as unrecognised.
+RELATED = (
+    r"(?i)rebalance (?:failed|in progress|timed out)|generation|join(?:ing|ed)? ?group|leavegroup|heartbeat"
+    r"|group coordinator|state transition|stream threads have died|fenced|participating in this rebalance"
+)
 
 for _pattern in PATTERNS:  # a pattern whose groups and fields disagree would extract the wrong values
     assert re.compile(_pattern.regex).groups == len(_pattern.fields), _pattern.kind
+    assert set(_pattern.fields) <= set(FIELDS), _pattern.kind
     assert any(word in _pattern.marker for word in SCREEN), _pattern.marker
 
 
-def _kind(value: Column, patterns: Sequence[LinePattern]) -> Column:
+def _marker_index(value: Column, patterns: Sequence[LinePattern]) -> Column:
     """The first pattern whose marker the line contains (the order of PATTERNS breaks ties)."""
-    result = F.lit(None).cast("string")
+    result = F.lit(None).cast("int")
     for index in reversed(range(len(patterns))):
         result = F.when(value.contains(patterns[index].marker), F.lit(index)).otherwise(result)
     return result
 
 
-def _field(value: Column, pattern_index: Column, name: str) -> Column:
-    cases = [
-        F.when(pattern_index == index, F.regexp_extract(value, p.regex, p.fields.index(name) + 1))
-        for index, p in enumerate(PATTERNS)
-        if name in p.fields
-    ]
-    text = F.nullif(F.coalesce(*cases), F.lit(""))
-    return text.cast("long") if name in NUMERIC_FIELDS else text
+def _of_pattern(index: Column, values: Sequence[object]) -> Column:
+    """`values[index]`, per row (one expression whatever the number of patterns: the generated code stays
+    small, and the regular expressions a row needs are compiled once and cached by Spark)."""
+    return F.when(index >= 0, F.element_at(F.array(*[F.lit(v) for v in values]), index + 1))
 
 
-def _timestamp(value: Column, default_date: str) -> Column:
-    date = F.regexp_replace(F.regexp_extract(value, TIMESTAMP, 1), r"[ T]$", "")
-    text = F.concat(
-        F.when(date == "", F.lit(default_date)).otherwise(date),
-        F.lit(" "),
-        F.regexp_extract(value, TIMESTAMP, 2),
-        F.lit("."),
-        F.regexp_extract(value, TIMESTAMP, 3),
-    )
-    return F.to_timestamp(text, "yyyy-MM-dd HH:mm:ss.SSS")
+def _field(text: Column, index: Column, name: str) -> Column:
+    group = _of_pattern(index, [p.fields.index(name) + 1 if name in p.fields else None for p in PATTERNS])
+    regex = _of_pattern(index, [p.regex for p in PATTERNS])
+    extracted = F.nullif(F.call_function("regexp_extract", text, regex, group), F.lit(""))
+    return extracted.cast("long") if name in NUMERIC_FIELDS else extracted
 
 
 def with_pattern(lines: DataFrame) -> DataFrame:
-    """`lines` with `pattern`: the index into PATTERNS of the line's pattern, or null."""
+    """`lines` with `pattern`: the index into PATTERNS of the line's pattern (its marker is the first the
+    line contains and its expression matches the message), -1 for an unrecognised line about rebalances,
+    or null."""
     value = F.col("value")
     screened = reduce(Column.__or__, [value.contains(word) for word in SCREEN])
-    pattern = F.when(screened, _kind(value, PATTERNS)).cast("int")
-    # The participants lines carry a broad marker: they count only when the regex holds too.
-    participants = PATTERNS.index(next(p for p in PATTERNS if p.kind == "participants"))
-    pattern = F.when(
-        (pattern == participants) & ~value.rlike(PATTERNS[participants].regex), F.lit(None)
-    ).otherwise(pattern)
-    return lines.withColumn("pattern", pattern)
+    candidate = F.when(screened, _marker_index(value, PATTERNS))
+    matches = F.call_function(
+        "rlike", log_layouts.message(value), _of_pattern(candidate, [p.regex for p in PATTERNS])
+    )
+    pattern = F.when(candidate.isNotNull() & matches, candidate).when(
+        screened & value.rlike(RELATED), F.lit(-1)
+    )
+    return lines.withColumn("pattern", pattern.cast("int"))
 
 
 def with_shape(lines: DataFrame) -> DataFrame:
-    """`lines` with `timestamped` (a log line) and `blank`."""
-    return lines.withColumn("timestamped", F.col("value").rlike(TIMESTAMP)).withColumn(
-        "blank", F.trim(F.col("value")) == ""
-    )
+    """`lines` with `timestamped` (a log line), `blank` and `continuation` (see `log_layouts.shape`)."""
+    for name, column in log_layouts.shape(F.col("value")).items():
+        lines = lines.withColumn(name, column)
+    return lines
 
 
 def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFrame:
-    """One row per recognised line: file, line, ts (null for the participants lines), kind, FIELDS, text."""
+    """One row per line of interest: file, line, ts (null for lines without a stamp, such as the
+    participants lines), kind (UNRECOGNISED for lines about rebalances no pattern read), FIELDS, text, and
+    the line's shape (`timestamped`, `continuation`) for the counts."""
     value = F.col("value")
+    text = log_layouts.message(value)
     index = F.col("pattern")
     kinds = F.create_map(*[item for i, p in enumerate(PATTERNS) for item in (F.lit(i), F.lit(p.kind))])
     return classified.where(index.isNotNull()).select(
         "file",
         "line",
-        F.when(F.col("timestamped"), _timestamp(value, default_date)).alias("ts"),
-        kinds[index].alias("kind"),
-        *[_field(value, index, name).alias(name) for name in FIELDS],
+        F.when(F.col("timestamped"), log_layouts.timestamp(value, default_date)).alias("ts"),
+        F.coalesce(kinds[index], F.lit(UNRECOGNISED)).alias("kind"),
+        *[_field(text, index, name).alias(name) for name in FIELDS],
         value.alias("text"),
+        "timestamped",
+        "continuation",
     )
 
 
 def split_tallies() -> list[Column]:
     """What `splits` counts per split of `with_shape` rows for `line_counts` (no pattern matching)."""
-    return [
-        F.sum(F.col("timestamped").cast("long")).alias("timestamped"),
-        F.sum(F.col("blank").cast("long")).alias("blank"),
-    ]
+    return [F.sum(F.col(name).cast("long")).alias(name) for name in ("timestamped", "blank", "continuation")]
 
 
 def line_counts(split_table: DataFrame, found: DataFrame) -> DataFrame:
-    """Per file: lines, recognised, skipped (log lines of no interest) and unknown (neither log lines nor
-    blank: another format, a stack trace, garbage), from `splits` with `split_tallies` and the incidents."""
+    """Per file: lines, timestamped (log lines), recognised, unrecognised (about rebalances, no pattern),
+    skipped (log lines of no interest), continuation (stack traces and other lines of multi-line records),
+    blank, unknown (none of these: another format, garbage) and `readable`, the share of the lines whose
+    layout was understood."""
     per_file = split_table.groupBy("file").agg(
-        F.sum("rows").alias("lines"), F.sum("timestamped").alias("timestamped"), F.sum("blank").alias("blank")
+        F.sum("rows").alias("lines"), *[F.sum(c).alias(c) for c in ("timestamped", "blank", "continuation")]
     )
-    recognised = found.groupBy("file").agg(
-        F.count(F.lit(1)).alias("recognised"), F.sum(F.col("ts").isNull().cast("long")).alias("bare")
+    recognised = F.col("kind") != UNRECOGNISED
+    bare = ~F.col("timestamped") & ~F.col("continuation")  # e.g. the participants lines
+    counted = found.groupBy("file").agg(
+        F.sum(recognised.cast("long")).alias("recognised"),
+        F.sum((~recognised).cast("long")).alias("unrecognised"),
+        F.sum(F.col("timestamped").cast("long")).alias("stamped_of_interest"),
+        F.sum((recognised & bare).cast("long")).alias("bare_recognised"),
     )
-    joined = per_file.join(recognised, "file", "left").fillna(0, ["recognised", "bare"])
+    counts = ["recognised", "unrecognised", "stamped_of_interest", "bare_recognised"]
+    joined = per_file.join(counted, "file", "left").fillna(0, counts)
+    unknown = (
+        F.col("lines")
+        - F.col("timestamped")
+        - F.col("blank")
+        - F.col("continuation")
+        - F.col("bare_recognised")
+    )
     return joined.select(
         "file",
         "lines",
+        "timestamped",
         "recognised",
-        (F.col("timestamped") - (F.col("recognised") - F.col("bare"))).alias("skipped"),
-        (F.col("lines") - F.col("timestamped") - F.col("blank") - F.col("bare")).alias("unknown"),
+        "unrecognised",
+        (F.col("timestamped") - F.col("stamped_of_interest")).alias("skipped"),
+        "continuation",
+        "blank",
+        unknown.alias("unknown"),
+        F.round((F.col("lines") - unknown) / F.greatest(F.col("lines"), F.lit(1)), 3).alias("readable"),
     )

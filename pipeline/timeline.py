@@ -4,6 +4,8 @@
   (the guide's Tip 1), with the consumers listed on the lines after it;
 - `broker`: the coordinator's "Preparing to rebalance" line (generation = old generation + 1, reason), its
   duration up to "Stabilized group ... generation";
+- `client`: a generation of the rebalance table (`generations`) no broker line shows, as the clients saw
+  it (leader, members, reason, duration);
 - `journal`: each generation the operator published, with the event reason (`nodes`: the pods planned for).
 """
 
@@ -127,10 +129,29 @@ def journal_generations(journal: DataFrame) -> DataFrame:
     )
 
 
-def rebalance_timeline(incidents: DataFrame, journal: DataFrame) -> DataFrame:
+def client_generations(table: DataFrame) -> DataFrame:
+    """The generations of the rebalance table that no broker line shows."""
+    return table.where(F.col("start").isNotNull() & ~F.array_contains("sources", "broker")).select(
+        "group",
+        F.lit("client").alias("source"),
+        F.col("start").alias("ts"),
+        "generation",
+        "leader",
+        F.lit(None).cast("string").alias("process"),
+        F.lit(None).cast("long").alias("nodes"),
+        F.col("member_count").alias("consumers"),
+        "members",
+        "reason",
+        "duration_s",
+        "cite",
+    )
+
+
+def rebalance_timeline(incidents: DataFrame, journal: DataFrame, table: DataFrame) -> DataFrame:
     return (
         assignor_rebalances(incidents)
         .unionByName(broker_rebalances(incidents))
+        .unionByName(client_generations(table))
         .unionByName(journal_generations(journal))
         .orderBy("group", "ts", "source")
     )

@@ -1,0 +1,349 @@
+"""Diagnoses of what happened to one member, thread or client, from the lines that show it wherever they
+were written (the member's own log, the coordinator's, the Streams client's):
+
+- `heartbeat-expiration`: the coordinator removed a member that stopped heartbeating (session timeout);
+- `poll-timeout`: a member did not call poll() within max.poll.interval.ms and left the group;
+- `thread-death`: a StreamThread died of an exception and was not replaced (before KIP-671, or with the
+  default handler): its tasks stop until a rebalance gives them to other threads;
+- `client-shutdown`: a Streams client stopped for good (ERROR, all threads dead, SHUTDOWN_CLIENT), its
+  members leaving the group;
+- `fencing`: a thread or member was fenced (it missed a rebalance or a transaction timed out);
+- `coordinator-loss`: members lost their group coordinator for at least `coordinator_min_s`;
+- `sync-storm`: `sync_storm_min` or more SyncGroup failures in a group, rebalance after rebalance;
+- `thread-replacement` and `shutdown-request`: the REPLACE_THREAD and SHUTDOWN_APPLICATION handlers.
+
+Every finding carries a `key` (the member, thread, client or group it is about): findings of one kind and
+key close in time are one incident (`diagnoses.deduplicate`).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from smoothscale.pipeline.generations import client_id
+from smoothscale.pipeline.log_lines import UUID
+from smoothscale.pipeline.timeline import cite, seconds_between
+
+FINDING_COLUMNS = ("group", "kind", "key", "ts", "end_ts", "members", "interval_s", "detail", "evidence")
+POLL_TIMEOUT = r"(?i)poll timeout|expired poll timer"
+COORDINATOR_TROUBLE = r"(?i)coordinator"
+FENCED = r"(?i)fenced"
+
+
+def member_key(member: Column) -> Column:
+    """One name per member whatever the line calls it: the client id without the consumer suffix (a
+    member id, a consumer's client id and a StreamThread's name give the same key)."""
+    return F.regexp_replace(client_id(member), r"-(?:restore-)?consumer$", "")
+
+
+def streams_client(member: Column) -> Column:
+    """The Streams client (`<app>-<process uuid>`) a thread or consumer belongs to, else the member."""
+    found = F.regexp_extract(member, r"^(.*?-" + UUID + r")", 1)
+    return F.when(found != "", found).otherwise(member_key(member))
+
+
+def finding(
+    frame: DataFrame,
+    kind: str,
+    key: Column,
+    members: Column,
+    detail: Column,
+    end_ts: Column | None = None,
+    interval_s: Column | None = None,
+    evidence: Column | None = None,
+) -> DataFrame:
+    return frame.select(
+        "group",
+        F.lit(kind).alias("kind"),
+        key.alias("key"),
+        "ts",
+        (end_ts if end_ts is not None else F.col("ts")).alias("end_ts"),
+        members.alias("members"),
+        (interval_s if interval_s is not None else F.lit(None).cast("double")).alias("interval_s"),
+        detail.alias("detail"),
+        (evidence if evidence is not None else F.array(cite())).alias("evidence"),
+    )
+
+
+def _reason_member(pattern: str) -> Column:
+    return F.nullif(F.regexp_extract(F.col("reason"), pattern, 1), F.lit(""))
+
+
+def expirations(incidents: DataFrame) -> DataFrame:
+    """Heartbeat and poll-interval expirations, on the client's lines or in the coordinator's."""
+    heartbeat_member = _reason_member(r"(?i)removing member (\S+) on heartbeat expiration")
+    poll_member = _reason_member(
+        r"(?i)removing member (\S+) on LeaveGroup; client reason: consumer poll timeout"
+    )
+    broker_start = F.col("kind") == "rebalance-start"
+    left_on_poll = (F.col("kind") == "member-left") & F.coalesce(
+        F.col("reason").rlike(POLL_TIMEOUT), F.lit(False)
+    )
+    who = F.when(broker_start, F.coalesce(heartbeat_member, poll_member)).otherwise(F.col("member"))
+    kind = (
+        F.when(F.col("kind").isin("heartbeat-expired", "heartbeat-failed"), "heartbeat-expiration")
+        .when((F.col("kind") == "poll-timeout") | left_on_poll, "poll-timeout")
+        .when(broker_start & heartbeat_member.isNotNull(), "heartbeat-expiration")
+        .when(broker_start & poll_member.isNotNull(), "poll-timeout")
+    )
+    explained = {
+        "heartbeat-expiration": "missed its heartbeats (session timeout): the coordinator removed it",
+        "poll-timeout": "did not call poll within max.poll.interval.ms and left the group",
+    }
+    words = F.create_map(*[F.lit(x) for pair in explained.items() for x in pair])
+    found = (
+        incidents.where(F.col("ts").isNotNull())
+        .withColumn("who", client_id(who))
+        .withColumn("diagnosis", kind)
+        .where(F.col("diagnosis").isNotNull() & F.col("who").isNotNull())
+    )
+    parts = []
+    for name in explained:
+        rows = found.where(F.col("diagnosis") == name)
+        detail = F.concat_ws(" ", F.col("who"), words[F.col("diagnosis")])
+        parts.append(finding(rows, name, member_key(F.col("who")), F.array("who"), detail))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def handlers(incidents: DataFrame) -> DataFrame:
+    """The uncaught exception handler's REPLACE_THREAD and SHUTDOWN_APPLICATION."""
+    replaced = incidents.where(F.col("kind") == "thread-replaced")
+    requested = incidents.where(F.col("kind") == "shutdown-requested")
+    return finding(
+        replaced,
+        "thread-replacement",
+        member_key(F.col("member")),
+        F.array("member"),
+        F.concat_ws(" ", "member", F.lit("died and was replaced (REPLACE_THREAD): the group rebalances")),
+    ).unionByName(
+        finding(
+            requested,
+            "shutdown-request",
+            streams_client(F.col("member")),
+            F.array("member"),
+            F.concat_ws(
+                " ", "member", F.lit("requested an application-wide shutdown (SHUTDOWN_APPLICATION)")
+            ),
+        )
+    )
+
+
+def _is_thread(member: Column) -> Column:
+    return member.rlike(r"-StreamThread-\d+$")
+
+
+def _within(later: Column, earlier: Column, window_s: float) -> Column:
+    return later.between(earlier, earlier + F.expr(f"INTERVAL {int(window_s)} SECONDS"))
+
+
+def _client_stops(incidents: DataFrame) -> DataFrame:
+    """The lines that show a Streams client stopping for good: ERROR / PENDING_ERROR, all threads dead,
+    an uncaught exception handled at the client level (SHUTDOWN_CLIENT)."""
+    kind, member = F.col("kind"), F.col("member")
+    to_error = (
+        (kind == "state-transition") & ~_is_thread(member) & F.col("new_state").isin("ERROR", "PENDING_ERROR")
+    )
+    client_error = (kind == "thread-error") & ~_is_thread(member)
+    return incidents.where(to_error | client_error | (kind == "all-threads-died"))
+
+
+def thread_deaths(incidents: DataFrame, window_s: float) -> DataFrame:
+    """Threads that died of an exception (not replaced), until their DEAD transition: `thread-death`, or
+    part of the `client-shutdown` when their client stopped for good within `window_s` after."""
+    replaced = F.coalesce(F.col("reason").rlike("REPLACE_THREAD"), F.lit(False))
+    errors = incidents.where((F.col("kind") == "thread-error") & _is_thread(F.col("member")) & ~replaced)
+    dead = incidents.where(
+        (F.col("kind") == "state-transition") & _is_thread(F.col("member")) & (F.col("new_state") == "DEAD")
+    ).select(
+        F.col("member").alias("d_member"),
+        F.col("ts").alias("d_ts"),
+        F.col("old_state").alias("d_from"),
+        cite().alias("d_cite"),
+    )
+    stops = _client_stops(incidents).select(
+        streams_client(F.col("member")).alias("s_client"), F.col("ts").alias("s_ts")
+    )
+    died = (
+        errors.join(
+            dead,
+            (F.col("member") == F.col("d_member")) & _within(F.col("d_ts"), F.col("ts"), window_s),
+            "left",
+        )
+        .join(
+            stops,
+            (streams_client(F.col("member")) == F.col("s_client"))
+            & _within(F.col("s_ts"), F.col("ts"), window_s),
+            "left",
+        )
+        .groupBy("file", "line", "group", "member", "ts", "reason")
+        .agg(
+            F.min(F.struct("d_ts", "d_cite", "d_from")).alias("dead"),
+            F.min("s_ts").alias("client_stopped"),
+        )
+    )
+    detail = F.format_string(
+        "%s died of an uncaught exception%s%s and was not replaced",
+        F.col("member"),
+        F.when(F.col("reason").isNotNull(), F.concat(F.lit(" ("), F.col("reason"), F.lit(")"))).otherwise(""),
+        F.when(
+            F.col("dead.d_ts").isNotNull(),
+            F.format_string(
+                ", %s to DEAD at %s", F.col("dead.d_from"), F.date_format("dead.d_ts", "HH:mm:ss.SSS")
+            ),
+        ).otherwise(""),
+    )
+    alone = F.concat(detail, F.lit(": its tasks stop until the group rebalances them to other threads"))
+    evidence = F.array_compact(F.array(cite(), F.col("dead.d_cite")))
+    end = F.coalesce(F.col("dead.d_ts"), F.col("ts"))
+    thread = finding(
+        died.where(F.col("client_stopped").isNull()),
+        "thread-death",
+        member_key(F.col("member")),
+        F.array("member"),
+        alone,
+        end,
+        evidence=evidence,
+    )
+    client = streams_client(F.col("member"))
+    with_client = finding(
+        died.where(F.col("client_stopped").isNotNull()),
+        "client-shutdown",
+        client,
+        F.array(client),
+        detail,
+        end,
+        evidence=evidence,
+    )
+    return thread.unionByName(with_client)
+
+
+def client_shutdowns(incidents: DataFrame, window_s: float) -> DataFrame:
+    """Streams clients that stopped for good, with the LeaveGroup of their members just after."""
+    kind, member = F.col("kind"), F.col("member")
+    stops = _client_stops(incidents)
+    detail = (
+        F.when(
+            kind == "all-threads-died",
+            F.lit("all its stream threads died: it is in ERROR and processes nothing"),
+        )
+        .when(
+            kind == "thread-error",
+            F.concat(F.lit("after an uncaught exception, "), F.coalesce("reason", F.lit("it shut down"))),
+        )
+        .otherwise(
+            F.format_string("the Streams client went from %s to %s", F.col("old_state"), F.col("new_state"))
+        )
+    )
+    client = streams_client(member)
+    stopped = finding(stops, "client-shutdown", client, F.array(client), detail)
+    times = stops.select(client.alias("s_client"), F.col("ts").alias("s_ts"))
+    leaves = incidents.where(kind == "leave-group")
+    near = (streams_client(leaves["member"]) == times["s_client"]) & _within(
+        leaves["ts"], times["s_ts"], window_s
+    )
+    left = leaves.join(times, near, "left_semi")
+    left_detail = F.format_string(
+        "%s left the group (LeaveGroup: %s): the other members rebalance without it",
+        F.col("member"),
+        F.coalesce(F.col("reason"), F.lit("no reason given")),
+    )
+    return stopped.unionByName(
+        finding(
+            left,
+            "client-shutdown",
+            streams_client(F.col("member")),
+            F.array(streams_client(F.col("member"))),
+            left_detail,
+        )
+    )
+
+
+def fencing(incidents: DataFrame) -> DataFrame:
+    """Threads and members fenced: Streams' TaskMigrated handling, a KIP-848 coordinator fencing a member,
+    a static member's instance id taken over."""
+    kind, reason = F.col("kind"), F.coalesce(F.col("reason"), F.lit(""))
+    fenced_failure = kind.isin("join-failed", "sync-failed", "heartbeat-failed") & reason.rlike(FENCED)
+    rows = incidents.where(kind.isin("thread-fenced", "member-fenced") | fenced_failure)
+    detail = F.when(
+        kind == "thread-fenced",
+        F.concat_ws(
+            " ",
+            F.col("member"),
+            F.lit(
+                "was fenced: it missed a rebalance (or its transaction timed out) and dropped out of the"
+                " group; its tasks were closed as lost and it rejoins"
+            ),
+        ),
+    ).otherwise(F.format_string("%s was fenced: %s", F.col("member"), reason))
+    return finding(rows, "fencing", member_key(F.col("member")), F.array(client_id(F.col("member"))), detail)
+
+
+def coordinator_losses(incidents: DataFrame, min_seconds: float) -> DataFrame:
+    """Members that lost their group coordinator, until they found it again (or the logs end)."""
+    kind, reason = F.col("kind"), F.coalesce(F.col("reason"), F.lit(""))
+    trouble = kind.isin("join-failed", "sync-failed") & reason.rlike(COORDINATOR_TROUBLE)
+    lost = incidents.where(((kind == "coordinator-lost") | trouble) & F.col("ts").isNotNull())
+    found = incidents.where(kind == "coordinator-found").select(
+        F.col("member").alias("f_member"), F.col("ts").alias("f_ts"), cite().alias("f_cite")
+    )
+    later = (lost["member"] == found["f_member"]) & (found["f_ts"] > lost["ts"])
+    last_seen = incidents.groupBy(F.col("group").alias("l_group")).agg(F.max("ts").alias("last_ts"))
+    outages = (
+        lost.join(found, later, "left")
+        .groupBy("file", "line", "group", "member", "ts", "reason")
+        .agg(F.min(F.struct("f_ts", "f_cite")).alias("back"))
+        .join(last_seen, F.col("group") == F.col("l_group"), "left")
+    )
+    until = F.coalesce(F.col("back.f_ts"), F.col("last_ts"))
+    outages = outages.withColumn("outage_s", seconds_between(F.col("ts"), until)).where(
+        F.col("back.f_ts").isNull() | (F.col("outage_s") >= min_seconds)
+    )
+    detail = F.format_string(
+        "%s lost its group coordinator (%s) and %s",
+        F.col("member"),
+        F.coalesce(F.col("reason"), F.lit("unavailable or invalid")),
+        F.when(
+            F.col("back.f_ts").isNotNull(),
+            F.format_string(
+                "found it again %.1f s later: no heartbeats, commits or rebalances meanwhile",
+                F.col("outage_s"),
+            ),
+        ).otherwise(
+            F.format_string("had not found it again %.1f s later, when the logs end", F.col("outage_s"))
+        ),
+    )
+    evidence = F.array_compact(F.array(cite(), F.col("back.f_cite")))
+    return finding(
+        outages,
+        "coordinator-loss",
+        F.col("group"),
+        F.array(client_id(F.col("member"))),
+        detail,
+        until,
+        F.col("outage_s"),
+        evidence,
+    )
+
+
+def sync_failures(incidents: DataFrame) -> DataFrame:
+    """Every SyncGroup failure of a group, as `sync-storm` findings; `diagnoses` keeps the incidents that
+    gathered `sync_storm_min` of them."""
+    failed = incidents.where((F.col("kind") == "sync-failed") & F.col("ts").isNotNull())
+    detail = F.concat(F.lit("SyncGroup failed: "), F.coalesce(F.col("reason"), F.lit("no reason given")))
+    return finding(failed, "sync-storm", F.col("group"), F.array(client_id(F.col("member"))), detail)
+
+
+def member_findings(incidents: DataFrame, window_s: float, coordinator_min_s: float) -> DataFrame:
+    parts = [
+        expirations(incidents),
+        handlers(incidents),
+        thread_deaths(incidents, window_s),
+        client_shutdowns(incidents, window_s),
+        fencing(incidents),
+        coordinator_losses(incidents, coordinator_min_s),
+        sync_failures(incidents),
+    ]
+    return reduce(DataFrame.unionByName, parts)
