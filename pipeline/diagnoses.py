@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from smoothscale.pipeline.generations import client_id
 from smoothscale.pipeline.member_incidents import member_findings
-from smoothscale.pipeline.timeline import cite, seconds_between
+from smoothscale.pipeline.timeline import cite, no_members, seconds_between
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +55,6 @@ class Thresholds:
     coordinator_min_s: float = 5.0
     sync_storm_min: int = 5
     dedup_seconds: float = 30.0
-
-
-def no_members() -> Column:
-    """An empty member list (a function: a Column needs a running session)."""
-    return F.array().cast("array<string>")
 
 
 def _diagnosis(
@@ -144,13 +139,20 @@ def membership_churn(pairs: DataFrame) -> DataFrame:
     )
     left = F.array_except(F.coalesce("prev_members", no_members()), F.coalesce("members", no_members()))
     joined = F.array_except(F.coalesce("members", no_members()), F.coalesce("prev_members", no_members()))
-    counts = [
-        F.coalesce(F.col(c).cast("string"), F.lit("?"))
-        for c in ("prev_nodes", "prev_consumers", "nodes", "consumers")
-    ]
+
+    def count(prefix: str) -> Column:
+        nodes, consumers = (
+            F.col(f"{prefix}nodes"),
+            F.coalesce(F.col(f"{prefix}consumers").cast("string"), F.lit("?")),
+        )
+        return F.when(nodes.isNull(), F.concat(consumers, F.lit(" members"))).otherwise(
+            F.format_string("%d nodes / %s consumers", nodes, consumers)
+        )
+
     detail = F.format_string(
-        "membership changed from %s nodes / %s consumers to %s nodes / %s consumers%s%s",
-        *counts,
+        "membership changed from %s to %s%s%s",
+        count("prev_"),
+        count(""),
         F.when(F.size(left) > 0, F.concat(F.lit("; gone: "), F.array_join(left, ", "))).otherwise(""),
         F.when(F.size(joined) > 0, F.concat(F.lit("; came: "), F.array_join(joined, ", "))).otherwise(""),
     )
@@ -398,16 +400,16 @@ def deduplicate(findings: DataFrame, window_s: float) -> DataFrame:
     numbered = numbered.withColumn(
         "incident", F.sum("starts").over(order.rowsBetween(Window.unboundedPreceding, 0))
     )
-    by_time = F.array_sort(F.collect_list(F.struct("ts", "detail")))
+    by_time = F.array_sort(F.collect_list(F.struct("ts", "detail", "members", "evidence")))
     return numbered.groupBy("group", "kind", "key", "incident").agg(
         F.min("ts").alias("ts"),
         F.max("end_ts").alias("end_ts"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("members")))).alias("members"),
+        F.array_distinct(F.flatten(F.transform(by_time, lambda item: item["members"]))).alias("members"),
         F.max("interval_s").alias("interval_s"),
         F.array_join(F.array_distinct(F.transform(by_time, lambda item: item["detail"])), "; ").alias(
             "detail"
         ),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("evidence")))).alias("evidence"),
+        F.array_distinct(F.flatten(F.transform(by_time, lambda item: item["evidence"]))).alias("evidence"),
         F.count(F.lit(1)).alias("occurrences"),
     )
 

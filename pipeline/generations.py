@@ -17,6 +17,8 @@ filtered out of the logs).
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -43,12 +45,21 @@ SOURCES = {
     "joined": "client",
     "synced": "client",
     "assignment-finished": "leader",
+    "group-empty": "broker",
 }
-COMPLETION_KINDS = ("rebalance-stabilized", "assignment-received", "joined", "synced", "assignment-finished")
-START_KINDS = ("rejoining", "join-request", "heartbeat-rebalancing", "sync-failed")
+COMPLETION_KINDS = tuple(SOURCES.keys() - {"rebalance-start"})
+START_KINDS = (
+    "rejoining",
+    "join-request",
+    "heartbeat-rebalancing",
+    "sync-failed",
+    "rebalance-failed",
+    "rebalance-started",
+)
 # Reasons a member gives for rejoining when in fact it is leaving (closing, unsubscribing): no rebalance
 # of its own.
 LEAVING = r"(?i)leaving the group|unsubscribed|being closed"
+OPEN_END = datetime(9999, 12, 31)  # a rebalance still open when the logs end overlaps all that follows
 OVERLAP_SLACK_S = 5  # a Streams client's REBALANCING state trails its consumers' lines by milliseconds
 
 
@@ -78,9 +89,11 @@ def _completed(incidents: DataFrame) -> DataFrame:
             F.when(kind.isin("assignment-received", "joined"), client_id(F.col("leader"))), ignorenulls=True
         ).alias("named_leader"),
         F.first(F.when(kind == "assignment-finished", F.col("members")), ignorenulls=True).alias("listing"),
-        F.max(F.when(kind.isin("rebalance-stabilized", "assignment-received"), F.col("consumers"))).alias(
-            "broker_count"
-        ),
+        F.max(
+            F.when(kind == "group-empty", F.lit(0)).when(
+                kind.isin("rebalance-stabilized", "assignment-received"), F.col("consumers")
+            )
+        ).alias("broker_count"),
         F.array_sort(F.collect_set(F.when(kind == "joined", client_id(F.col("member"))))).alias("joined"),
         F.collect_set(source).alias("completion_sources"),
         F.min(F.struct("ts", cite().alias("c"))).alias("first_line"),
@@ -165,9 +178,8 @@ def generations(incidents: DataFrame) -> DataFrame:
         sources.alias("sources"),
         F.coalesce(F.col("start_line.c"), F.col("client_line.s_cite"), F.col("first_line.c")).alias("cite"),
     )
-    return completed.unionByName(_still_open(incidents, completed)).unionByName(
-        _streams_rebalances(incidents, completed)
-    )
+    known_rebalances = completed.unionByName(_still_open(incidents, completed))
+    return known_rebalances.unionByName(_streams_rebalances(incidents, known_rebalances))
 
 
 def _still_open(incidents: DataFrame, completed: DataFrame) -> DataFrame:
@@ -189,7 +201,7 @@ def _still_open(incidents: DataFrame, completed: DataFrame) -> DataFrame:
     )
 
 
-def _streams_rebalances(incidents: DataFrame, completed: DataFrame) -> DataFrame:
+def _streams_rebalances(incidents: DataFrame, known: DataFrame) -> DataFrame:
     """A Streams client's REBALANCING spells (to RUNNING, or still open) that no generation of its group
     accounts for: the only trace of a rebalance when the consumers' lines are filtered out."""
     client = ~F.col("member").rlike(r"-StreamThread-\d+$")
@@ -204,13 +216,13 @@ def _streams_rebalances(incidents: DataFrame, completed: DataFrame) -> DataFrame
         .agg(F.min("e_ts").alias("end"))
     )
     slack = F.expr(f"INTERVAL {OVERLAP_SLACK_S} SECONDS")
-    generation = completed.select(
+    generation = known.select(
         F.col("group").alias("k_group"), F.col("start").alias("k_start"), F.col("end").alias("k_end")
     )
     overlaps = (
         (F.col("k_group") == F.col("group"))
         & (F.col("k_start") <= F.coalesce(F.col("end"), F.col("ts")) + slack)
-        & (F.coalesce(F.col("k_end"), F.col("k_start")) >= F.col("ts") - slack)
+        & (F.coalesce(F.col("k_end"), F.lit(OPEN_END)) >= F.col("ts") - slack)
     )
     alone = spells.join(generation, overlaps, "left_anti")
     return alone.select(

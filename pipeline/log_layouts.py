@@ -44,7 +44,7 @@ LOG_LINE = (
 )
 # The rest of a multi-line record: stack frames, causes, indented continuations, a closing brace.
 CONTINUATION = (
-    r"^(?:\s+\S|Caused by: |Suppressed: |\.\.\. ?\d+ (?:more|common frames omitted)"
+    r"^(?:\[pod/[^\]\s]*\]\s+)?(?:\s+\S|Caused by: |Suppressed: |\.\.\. ?\d+ (?:more|common frames omitted)"
     r"|(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b|[\]}\)]\.?\s*$)"
 )
 # Kafka's own layout ends each line with the logger in parentheses: `(kafka.coordinator.group.X)`,

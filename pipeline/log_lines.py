@@ -138,7 +138,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "member-fenced",
         "fenced from the group because",
-        r"\[GroupId (\S+)\] Member (\S+) fenced from the group because (.*?)\.?\s*$",
+        r"\[GroupId (\S+)\] (?:Streams )?[Mm]ember (\S+) fenced from the group because (.*?)\.?\s*$",
         ("group", "member", "reason"),
     ),
     # -- the consumer (and Connect worker) ---------------------------------------------------------------
@@ -224,6 +224,18 @@ PATTERNS: tuple[LinePattern, ...] = (
         ("member", "group", "reason"),
     ),
     LinePattern(
+        "rebalance-failed",
+        "Rebalance failed",
+        _CLIENT + r".*?Rebalance failed\.?\s*$",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "rebalance-started",  # a Connect worker
+        "Rebalance started",
+        _CLIENT + r".*?Rebalance started",
+        ("member", "group"),
+    ),
+    LinePattern(
         "join-request",
         "Request joining group due to",
         _CLIENT + r".*?Request joining group due to:? (.*?)\s*$",
@@ -263,14 +275,14 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "participating",
         "All members participating in this rebalance",
-        _LEADER + r" All members participating in this rebalance",
-        ("member", "group", "process"),
+        r"(?s)" + _LEADER + r" All members participating in this rebalance: ?(.*)",
+        ("member", "group", "process", "members"),
     ),
     LinePattern(
         "participating",
         "participating in this rebalance",
-        _LEADER + r" (\d+) client nodes and (\d+) consumers participating",
-        ("member", "group", "process", "nodes", "consumers"),
+        r"(?s)" + _LEADER + r" (\d+) client nodes and (\d+) consumers participating in this rebalance: ?(.*)",
+        ("member", "group", "process", "nodes", "consumers", "members"),
     ),
     LinePattern(
         "followup-scheduled",
@@ -382,6 +394,7 @@ SCREEN = (
     "ssignment",
     "now empty",
     "unavailable or invalid",
+    "Rebalance",
 )
 # A screened line no pattern recognised that still speaks of group membership: counted as unrecognised.
 RELATED = (
@@ -426,9 +439,9 @@ def with_pattern(lines: DataFrame) -> DataFrame:
     matches = F.call_function(
         "rlike", log_layouts.message(value), _of_pattern(candidate, [p.regex for p in PATTERNS])
     )
-    pattern = F.when(candidate.isNotNull() & matches, candidate).when(
-        screened & value.rlike(RELATED), F.lit(-1)
-    )
+    # Only log lines count as unrecognised: a stack frame naming a FencedInstanceIdException is not one.
+    related = screened & value.rlike(RELATED) & value.rlike(log_layouts.LOG_LINE)
+    pattern = F.when(candidate.isNotNull() & matches, candidate).when(related, F.lit(-1))
     return lines.withColumn("pattern", pattern.cast("int"))
 
 

@@ -31,6 +31,7 @@ FINDING_COLUMNS = ("group", "kind", "key", "ts", "end_ts", "members", "interval_
 POLL_TIMEOUT = r"(?i)poll timeout|expired poll timer"
 COORDINATOR_TROUBLE = r"(?i)coordinator"
 FENCED = r"(?i)fenced"
+SESSION_EXPIRED = r"(?i)session expired"  # a KIP-848 coordinator fences a member whose session expired
 
 
 def member_key(member: Column) -> Column:
@@ -85,6 +86,11 @@ def expirations(incidents: DataFrame) -> DataFrame:
     who = F.when(broker_start, F.coalesce(heartbeat_member, poll_member)).otherwise(F.col("member"))
     kind = (
         F.when(F.col("kind").isin("heartbeat-expired", "heartbeat-failed"), "heartbeat-expiration")
+        .when(
+            (F.col("kind") == "member-fenced")
+            & F.coalesce(F.col("reason").rlike(SESSION_EXPIRED), F.lit(False)),
+            "heartbeat-expiration",
+        )
         .when((F.col("kind") == "poll-timeout") | left_on_poll, "poll-timeout")
         .when(broker_start & heartbeat_member.isNotNull(), "heartbeat-expiration")
         .when(broker_start & poll_member.isNotNull(), "poll-timeout")
@@ -151,10 +157,20 @@ def _client_stops(incidents: DataFrame) -> DataFrame:
 
 
 def thread_deaths(incidents: DataFrame, window_s: float) -> DataFrame:
-    """Threads that died of an exception (not replaced), until their DEAD transition: `thread-death`, or
-    part of the `client-shutdown` when their client stopped for good within `window_s` after."""
+    """Threads that died of an exception and were not replaced (no REPLACE_THREAD within `window_s`), until
+    their DEAD transition: `thread-death`, or part of the `client-shutdown` when their client stopped for
+    good within `window_s` after."""
     replaced = F.coalesce(F.col("reason").rlike("REPLACE_THREAD"), F.lit(False))
     errors = incidents.where((F.col("kind") == "thread-error") & _is_thread(F.col("member")) & ~replaced)
+    replacements = incidents.where(F.col("kind") == "thread-replaced").select(
+        streams_client(F.col("member")).alias("r_client"), F.col("ts").alias("r_ts")
+    )
+    errors = errors.join(
+        replacements,
+        (streams_client(F.col("member")) == F.col("r_client"))
+        & _within(F.col("r_ts"), F.col("ts"), window_s),
+        "left_anti",
+    )
     dead = incidents.where(
         (F.col("kind") == "state-transition") & _is_thread(F.col("member")) & (F.col("new_state") == "DEAD")
     ).select(
@@ -266,7 +282,8 @@ def fencing(incidents: DataFrame) -> DataFrame:
     a static member's instance id taken over."""
     kind, reason = F.col("kind"), F.coalesce(F.col("reason"), F.lit(""))
     fenced_failure = kind.isin("join-failed", "sync-failed", "heartbeat-failed") & reason.rlike(FENCED)
-    rows = incidents.where(kind.isin("thread-fenced", "member-fenced") | fenced_failure)
+    expired = (kind == "member-fenced") & reason.rlike(SESSION_EXPIRED)
+    rows = incidents.where((kind.isin("thread-fenced", "member-fenced") & ~expired) | fenced_failure)
     detail = F.when(
         kind == "thread-fenced",
         F.concat_ws(

@@ -1,5 +1,7 @@
-"""report.html: the diagnoses in plain words with the lines that support them, PNG charts (rebalance
-timeline, restore rates, time to balance) and the inputs' line counts, from the tables `analyze` wrote.
+"""report.html: a verdict (`coverage.verdict`: "could not judge" when the logs were not understood), the
+diagnoses in plain words with the lines that support them, the rebalance table (one row per generation),
+PNG charts (rebalance timeline, restore rates, time to balance), and what was read: the inputs' line
+counts, the recognised lines per file and kind, examples of rebalance lines no pattern recognised.
 
 Only small tables reach the driver: diagnoses, the rebalance timeline, per-pod and per-event figures.
 matplotlib draws off-screen (Agg) so that the report builds on machines without a display.
@@ -19,10 +21,26 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from smoothscale.pipeline.analyze import AnalyzeResult
+from smoothscale.pipeline.coverage import verdict
 from smoothscale.pipeline.html_table import table
+from smoothscale.pipeline.log_lines import UNRECOGNISED
 
 MAX_TIMELINE_ROWS = 5_000  # points drawn on the timeline; the Parquet table keeps them all
-SOURCES = {"assignor": ("o", "tab:blue"), "broker": ("s", "tab:orange"), "journal": ("^", "tab:green")}
+MAX_TABLE_ROWS = 500  # rebalances listed in the page
+MAX_UNRECOGNISED = 20  # examples of unrecognised lines listed
+GENERATION_COLUMNS = (
+    "group", "generation", "start", "end", "duration_s", "leader", "member_count", "reason", "sources", "cite"
+)  # fmt: skip
+INPUT_COLUMNS = (
+    "kind", "file", "lines", "timestamped", "recognised", "unrecognised", "skipped", "continuation",
+    "unknown", "readable", "malformed",
+)  # fmt: skip
+SOURCES = {
+    "assignor": ("o", "tab:blue"),
+    "broker": ("s", "tab:orange"),
+    "client": ("D", "tab:purple"),
+    "journal": ("^", "tab:green"),
+}
 
 
 def _rows(result: AnalyzeResult, table: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -74,13 +92,34 @@ def _diagnosis_items(diagnosed: Iterable[Mapping[str, Any]]) -> str:
             f"<li><strong>{html.escape(d['kind'])}</strong> in <em>{html.escape(d['group'] or '-')}</em> at"
             f" {html.escape(when)}: {html.escape(d['detail'] or '')}. Lines: {cites or 'none'}</li>"
         )
-    return "<ul>" + "".join(items) + "</ul>" if items else "<p>No diagnosis: nothing suspicious found.</p>"
+    return "<ul>" + "".join(items) + "</ul>" if items else ""
+
+
+def _read_lines(result: AnalyzeResult) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Recognised lines per file and kind, and a few unrecognised rebalance lines."""
+    from pyspark.sql import functions as F  # noqa: PLC0415 - Spark only when a report is built
+
+    found = result.tables["log_incidents"]
+    name = F.regexp_extract("file", r"([^/]+)$", 1).alias("file")
+    per_kind = found.groupBy(name, "kind").count().orderBy("file", "kind")
+    unrecognised = (
+        found.where(F.col("kind") == UNRECOGNISED)
+        .orderBy("file", "line")
+        .select(
+            F.concat_ws(":", name, F.col("line").cast("string")).alias("line"),
+            F.substring("text", 1, 300).alias("text"),
+        )
+        .limit(MAX_UNRECOGNISED)
+    )
+    return [r.asDict() for r in per_kind.collect()], [r.asDict() for r in unrecognised.collect()]
 
 
 def write_report(result: AnalyzeResult, out: Path) -> Path:
     """Draws the charts next to report.html and writes it; returns its path."""
     diagnosed = _rows(result, "diagnoses")
     rebalances = _rows(result, "rebalances", MAX_TIMELINE_ROWS)
+    generations = _rows(result, "generations", MAX_TABLE_ROWS)
+    per_kind, unrecognised = _read_lines(result)
     by_pod = _rows(result, "restore_by_pod")
     by_zone = _rows(result, "restore_by_zone")
     balance = _rows(result, "time_to_balance")
@@ -96,13 +135,19 @@ def write_report(result: AnalyzeResult, out: Path) -> Path:
     for d in diagnosed:
         kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no diagnosis"
+    judged = verdict(result.inputs, len(diagnosed))
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>smoothscale analyze</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;font-size:small}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}code{{font-size:small}}</style></head><body>
 <h1>Rebalance analysis</h1>
-<p>{html.escape(summary)}.</p>
+<p><strong>{html.escape(judged)}.</strong> {html.escape(summary)}.</p>
 <h2>Diagnoses</h2>{_diagnosis_items(diagnosed)}
+<h2>Rebalances</h2>
+<p>One row per generation of each group, from the coordinator's, the members' and the leader's lines
+(<em>sources</em>); a row without generation is a rebalance that had not completed when the logs end, or a
+Streams client's REBALANCING spell no generation accounts for.</p>
+{table(generations, GENERATION_COLUMNS)}
 <h2>Rebalance timeline</h2><img src="timeline.png" alt="rebalance timeline">
 <h2>Restore rates</h2><img src="restore_rates.png" alt="restore rates by pod">
 {table(by_pod, ["app", "pod", "zone", "warmups", "restored_records", "mean_restore_rate", "throughput"])}
@@ -111,8 +156,15 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}code{{font-size:sm
 {table(balance, ["app", "event", "start", "steps", "pods", "reason", "balanced_at", "time_to_balance_s"])}
 <h2>Inputs</h2>
 <p>Lines no pattern recognised are counted, not fatal: <em>skipped</em> are log lines of no interest here,
-<em>unknown</em> are not log lines at all; <em>malformed</em> journal lines are not JSON records.</p>
-{table(result.inputs, ["kind", "file", "lines", "recognised", "skipped", "unknown", "malformed"])}
+<em>unrecognised</em> speak of rebalances in a wording no pattern knows, <em>continuation</em> are stack
+traces and the other lines of multi-line records, <em>unknown</em> are in no layout the parser reads;
+<em>readable</em> is the share of lines whose layout was understood; <em>malformed</em> journal lines are
+not JSON records.</p>
+{table(result.inputs, INPUT_COLUMNS)}
+<h3>Recognised lines per file and kind</h3>
+{table(per_kind, ["file", "kind", "count"])}
+<h3>Lines about rebalances no pattern recognised (first {MAX_UNRECOGNISED})</h3>
+{table(unrecognised, ["line", "text"])}
 <p>Tables (Parquet): {", ".join(sorted(result.tables))} under <code>tables/</code>.</p>
 </body></html>
 """

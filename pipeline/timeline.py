@@ -16,6 +16,12 @@ from pyspark.sql import functions as F
 
 from smoothscale.pipeline.numbered_lines import short_name
 
+
+def no_members() -> Column:
+    """An empty member list (a function: a Column needs a running session)."""
+    return F.array().cast("array<string>")
+
+
 COLUMNS = (
     "group",
     "source",
@@ -41,8 +47,15 @@ def seconds_between(start: Column, end: Column) -> Column:
     return end.cast("double") - start.cast("double")
 
 
+def _listed(text: Column) -> Column:
+    """The consumers in the assignor's per-node listing (`<process uuid>: [member, member]` lines)."""
+    lists = F.regexp_extract_all(text, F.lit(r"[0-9a-f-]{36}: \[([^\]]*)\]"), 1)
+    return F.filter(F.flatten(F.transform(lists, lambda items: F.split(items, r",\s*"))), lambda m: m != "")
+
+
 def assignor_rebalances(incidents: DataFrame) -> DataFrame:
-    """The leaders' rebalance lines, each with the consumers the lines after it list."""
+    """The leaders' rebalance lines, each with the consumers listed after it: on the next lines (a plain
+    layout), or in the same record (a JSON layout keeps the message's line breaks)."""
     in_file = Window.partitionBy("file").orderBy("line").rowsBetween(Window.unboundedPreceding, 0)
     header = F.last(F.when(F.col("kind") == "participating", F.col("line")), ignorenulls=True).over(in_file)
     listed = (
@@ -52,6 +65,11 @@ def assignor_rebalances(incidents: DataFrame) -> DataFrame:
         .select("file", F.col("header").alias("line"), F.explode(F.split("members", r",\s*")).alias("m"))
         .groupBy("file", "line")
         .agg(F.array_sort(F.collect_set("m")).alias("listed"))
+    )
+    inline = _listed(F.coalesce(F.col("members"), F.lit("")))
+    members = F.array_sort(F.array_distinct(F.concat(F.coalesce("listed", no_members()), inline)))
+    nodes_inline = F.size(
+        F.regexp_extract_all(F.coalesce(F.col("members"), F.lit("")), F.lit(r"[0-9a-f-]{36}: \["), 0)
     )
     return (
         incidents.where(F.col("kind") == "participating")
@@ -63,9 +81,11 @@ def assignor_rebalances(incidents: DataFrame) -> DataFrame:
             F.lit(None).cast("long").alias("generation"),
             F.col("member").alias("leader"),
             "process",
-            "nodes",
-            "consumers",
-            F.col("listed").alias("members"),
+            F.coalesce(F.col("nodes"), F.when(nodes_inline > 0, nodes_inline)).cast("long").alias("nodes"),
+            F.coalesce(F.col("consumers"), F.when(F.size(members) > 0, F.size(members)))
+            .cast("long")
+            .alias("consumers"),
+            F.when(F.size(members) > 0, members).alias("members"),
             F.lit(None).cast("string").alias("reason"),
             F.lit(None).cast("double").alias("duration_s"),
             cite().alias("cite"),

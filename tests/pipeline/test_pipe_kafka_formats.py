@@ -1,0 +1,159 @@
+"""`analyze` on excerpts written in real Kafka's formats for versions and layouts the tests cannot run
+(tests/pipeline/kafka_formats/, see its README): each incident found at its time with its members, and no
+other diagnosis; the rebalance table's generations; one line in every layout read with its time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smoothscale.pipeline import log_lines
+from smoothscale.pipeline.analyze import AnalyzeInputs, AnalyzeResult, analyze
+
+FOLDER = Path(__file__).parent / "kafka_formats"
+LOG_DATE = "2026-03-04"  # the logback excerpt stamps its lines with a time of day only
+SHIPPING = "shipping-5e6f7a8b-3333-4c4d-8e9f-0a1b2c3d4e5f"
+ORDERS = "orders-app-0b1c2d3e-1111-4a2b-8c3d-4e5f6a7b8c9d"
+REFUNDS = "refunds-app-7d8e9f0a-2222-4b3c-9d4e-5f6a7b8c9d0e"
+
+# file -> (kind, time, members) of every diagnosis whose evidence is in the file
+EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
+    "broker-1.1-old-wording.log": set(),
+    "broker-2.8-zookeeper.log": {
+        ("heartbeat-expiration", datetime(2026, 3, 2, 10, 5, 10, 500000), ("consumer-payments-2",)),
+        ("membership-churn", datetime(2026, 3, 2, 10, 5, 10, 501000), ()),
+    },
+    "broker-4.3-consumer-protocol.log": {
+        ("heartbeat-expiration", datetime(2026, 9, 15, 16, 21), ("J8mB0rXcS2eL6tYuV9aZ3Q",)),
+    },
+    "connect-3.4-worker-sync-storm.log": {
+        ("rejoin-loop", datetime(2026, 5, 10, 7, 0, 0, 100000), ("connect-1",)),
+        ("sync-storm", datetime(2026, 5, 10, 7, 0, 3, 30000), ("connect-1",)),
+    },
+    "consumer-3.6-logback-time-only.log": {
+        ("poll-timeout", datetime(2026, 3, 4, 9, 14, 3, 512000), ("consumer-billing-1",)),
+    },
+    "consumer-3.7-static-member-kubectl.log": {
+        ("fencing", datetime(2026, 8, 1, 6, 0, 0, 20000), ("consumer-checkout-checkout-0",)),
+    },
+    "streams-2.8-kubernetes-cri.log": {
+        ("coordinator-loss", datetime(2026, 7, 1, 8), (f"{SHIPPING}-StreamThread-1-consumer",)),
+        ("never-stabilised", datetime(2026, 7, 1, 8, 0, 0, 5000), (SHIPPING,)),
+    },
+    "streams-3.2-logstash-json.log": {
+        # 12:00:05+02:00
+        ("fencing", datetime(2026, 6, 1, 10, 0, 5), (f"{ORDERS}-StreamThread-2",)),
+    },
+    "streams-3.5-ecs-json.log": {
+        ("thread-replacement", datetime(2026, 6, 1, 10, 0, 5, 20000), (REFUNDS,)),
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> AnalyzeResult:
+    logs = sorted(str(p) for p in FOLDER.glob("*.log"))
+    inputs = AnalyzeInputs(journals=[], logs=logs, out=tmp_path_factory.mktemp("formats"), default_date=LOG_DATE)
+    return analyze(spark, inputs)
+
+
+@pytest.fixture(scope="module")
+def diagnosed(result: AnalyzeResult) -> list[dict[str, Any]]:
+    return [row.asDict() for row in result.tables["diagnoses"].collect()]
+
+
+def test_every_excerpt_is_read_whole(result: AnalyzeResult) -> None:
+    """Every line is a log line, a continuation of one or blank; all rebalance lines are recognised."""
+    by_file = {Path(f["file"]).name: f for f in result.inputs}
+    assert set(by_file) == set(EXPECTED)
+    for name, counts in by_file.items():
+        assert counts["unknown"] == 0, name
+        assert counts["unrecognised"] == 0, name
+        assert counts["recognised"] > 0, name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_incident_at_its_time_with_its_members(diagnosed: list[dict[str, Any]], name: str) -> None:
+    found = {
+        (d["kind"], d["ts"], tuple(d["members"]))
+        for d in diagnosed
+        if any(cite.rsplit(":", 1)[0] == name for cite in d["evidence"])
+    }
+    assert found == EXPECTED[name]
+
+
+def test_one_incident_seen_twice_is_one_diagnosis(diagnosed: list[dict[str, Any]]) -> None:
+    """The coordinator's "has failed" line and its "Preparing to rebalance ... heartbeat expiration" reason
+    are one expiration; the client's poll-timeout WARN and its LeaveGroup line are one poll timeout."""
+    (expired,) = [d for d in diagnosed if d["kind"] == "heartbeat-expiration" and d["group"] == "payments"]
+    assert expired["evidence"] == ["broker-2.8-zookeeper.log:5", "broker-2.8-zookeeper.log:6"]
+    (poll,) = [d for d in diagnosed if d["kind"] == "poll-timeout"]
+    assert poll["occurrences"] == 2
+    (storm,) = [d for d in diagnosed if d["kind"] == "sync-storm"]
+    assert storm["occurrences"] == 6 and storm["detail"].startswith("6 SyncGroup failures in 15.0 s")
+
+
+def test_the_rebalance_table_from_each_source(result: AnalyzeResult) -> None:
+    rows = {(r["group"], r["generation"]): r.asDict() for r in result.tables["generations"].collect()}
+    payments_2 = rows[("payments", 2)]
+    assert payments_2["member_count"] == 1 and payments_2["leader"] == "consumer-payments-1"
+    assert payments_2["reason"].startswith("removing member consumer-payments-2-0a4f0b8e")
+    assert payments_2["duration_s"] == pytest.approx(3.019)
+    inventory = rows[("inventory", 43)]  # before 2.4: no state, no reason; the group emptied
+    assert inventory["member_count"] == 0 and inventory["reason"] is None
+    connect = rows[("connect-cluster", 13)]
+    assert connect["leader"] == "connect-1" and connect["members"] == ["connect-1"]
+    billing = rows[("billing", 5)]
+    assert billing["start"] == datetime(2026, 3, 4, 9, 13, 40, 312000)
+    assert billing["end"] == datetime(2026, 3, 4, 9, 13, 43, 360000)
+
+
+def test_the_assignor_listing_inside_a_json_record(result: AnalyzeResult) -> None:
+    (rebalance,) = [r.asDict() for r in result.tables["rebalances"].where("source = 'assignor'").collect()]
+    assert (rebalance["nodes"], rebalance["consumers"]) == (2, 3)
+    assert rebalance["leader"] == f"{ORDERS}-StreamThread-1-consumer"
+    probing = result.tables["log_incidents"].where("kind = 'probing-scheduled'").first()
+    assert probing is not None and probing["scheduled_ms"] == 1780308600130  # before 3.4: epoch ms
+
+
+MESSAGE = (
+    "[Consumer clientId=c-1, groupId=g] Request joining group due to: rebalance failed due to 'The group"
+    " member needs to have a valid member id before actually entering a consumer group.'"
+    " (MemberIdRequiredException)"
+)
+JSON_MESSAGE = MESSAGE.replace("'", "\\u0027")
+# (layout, line, time read) -- the same message in every layout
+LAYOUTS = [
+    ("kafka log4j", f"[2026-11-21 11:08:54,694] INFO {MESSAGE} (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)", "11:08:54.694"),
+    ("log4j ISO8601", f"2026-11-21 11:08:54,694 INFO  [main] ConsumerCoordinator - {MESSAGE}", "11:08:54.694"),
+    ("ISO T and Z", f"2026-11-21T11:08:54.694Z INFO {MESSAGE}", "11:08:54.694"),
+    ("ISO with offset", f"2026-11-21T12:08:54.694+01:00 INFO {MESSAGE}", "11:08:54.694"),
+    ("offset without colon", f"2026-11-21 12:08:54.694+0100 INFO {MESSAGE}", "11:08:54.694"),
+    ("Spring Boot 2", f"2026-11-21 11:08:54.694  INFO 8564 --- [-StreamThread-1] o.a.k.c.c.i.ConsumerCoordinator  : {MESSAGE}", "11:08:54.694"),
+    ("logback time only", f"11:08:54.694 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - {MESSAGE}", "11:08:54.694"),
+    ("indented", f"    [2026-11-21 11:08:54,694] INFO {MESSAGE}", "11:08:54.694"),
+    ("logstash JSON", f'{{"@timestamp":"2026-11-21T12:08:54.694+01:00","@version":"1","message":"{JSON_MESSAGE}","level":"INFO"}}', "11:08:54.694"),
+    ("ECS JSON", f'{{"@timestamp":"2026-11-21T11:08:54.694Z","log.level":"INFO","message":"{JSON_MESSAGE}","ecs.version":"1.2.0"}}', "11:08:54.694"),
+    ("log4j2 JsonLayout", f'{{"timeMillis":1795259334694,"thread":"main","level":"INFO","message":"{JSON_MESSAGE}"}}', "11:08:54.694"),
+    ("kubectl --prefix", f"[pod/app-0/app] [2026-11-21 11:08:54,694] INFO {MESSAGE}", "11:08:54.694"),
+    ("CRI", f"2026-11-21T11:08:54.699123456Z stdout F [2026-11-21 11:08:54,694] INFO {MESSAGE}", "11:08:54.694"),
+    ("docker json-file", f'{{"log":"{JSON_MESSAGE}\\n","stream":"stdout","time":"2026-11-21T11:08:54.694Z"}}', "11:08:54.694"),
+]  # fmt: skip
+
+
+def test_one_message_in_every_layout(spark: Any) -> None:
+    rows = [("layouts.log", n, line) for n, (_, line, _) in enumerate(LAYOUTS, start=1)]
+    frame = log_lines.with_shape(
+        log_lines.with_pattern(spark.createDataFrame(rows, "file string, line long, value string"))
+    )
+    found = {r["line"]: r.asDict() for r in log_lines.incidents(frame, "2026-11-21").collect()}
+    for n, (layout, _, time) in enumerate(LAYOUTS, start=1):
+        row = found.get(n)
+        assert row is not None and row["kind"] == "join-request", layout
+        assert (row["member"], row["group"]) == ("c-1", "g"), layout
+        # the reason keeps the exception's name, and no logger name
+        assert row["reason"].endswith("consumer group.' (MemberIdRequiredException)"), layout
+        assert row["ts"] == datetime.fromisoformat(f"2026-11-21T{time}"), layout
