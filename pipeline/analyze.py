@@ -62,12 +62,13 @@ def _journal(spark: SparkSession, inputs: AnalyzeInputs) -> DataFrame:
 
 
 def _materialize(spark: SparkSession, frame: DataFrame, out: Path, name: str) -> DataFrame:
-    """Write `frame` as the Parquet table `name` and read it back: later steps then plan against a file
-    scan instead of re-planning the whole lineage (parsing expressions are large) in every step. No
-    coalescing: it would pull the parsing of every input into one task."""
+    """Write `frame` as the Parquet table `name` and read it back, cached (the tables after parsing are
+    small, and the diagnoses read them many times): later steps then plan against a file scan instead of
+    re-planning the whole lineage (parsing expressions are large) in every step. No coalescing: it would
+    pull the parsing of every input into one task."""
     path = str(out / "tables" / name)
     frame.write.mode("overwrite").parquet(path)
-    return spark.read.parquet(path)
+    return spark.read.parquet(path).cache()
 
 
 def analyze(spark: SparkSession, inputs: AnalyzeInputs) -> AnalyzeResult:

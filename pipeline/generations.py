@@ -61,6 +61,8 @@ START_KINDS = (
 LEAVING = r"(?i)leaving the group|unsubscribed|being closed"
 OPEN_END = datetime(9999, 12, 31)  # a rebalance still open when the logs end overlaps all that follows
 OVERLAP_SLACK_S = 5  # a Streams client's REBALANCING state trails its consumers' lines by milliseconds
+REBALANCE_TIMEOUT_S = 300  # the consumers' default max.poll.interval.ms, which bounds a rebalance
+BROKER_LAG_S = 10  # members notice a rebalance after the coordinator started it: allow for clock skew
 
 
 def client_id(member: Column) -> Column:
@@ -132,10 +134,17 @@ def generations(incidents: DataFrame) -> DataFrame:
     order = Window.partitionBy("group").orderBy("generation")
     known = known.withColumn("previous_end", F.lag("end").over(order))
     starts = _client_starts(incidents)
+    # The clients' first sign comes after the previous generation, and not long before the coordinator's
+    # start or the first line about this generation (a rebalance lasts at most the rebalance timeout).
     after_previous = F.col("previous_end").isNull() | (F.col("s_ts") > F.col("previous_end"))
+    earliest = F.coalesce(
+        F.col("broker_start") - F.expr(f"INTERVAL {BROKER_LAG_S} SECONDS"),
+        F.col("first_seen") - F.expr(f"INTERVAL {REBALANCE_TIMEOUT_S} SECONDS"),
+    )
     window = (
         (starts["s_group"] == known["group"])
         & after_previous
+        & (F.col("s_ts") >= earliest)
         & (F.col("s_ts") <= F.coalesce(F.col("end"), F.col("broker_start")))
     )
     with_starts = (

@@ -486,7 +486,9 @@ def line_counts(split_table: DataFrame, found: DataFrame) -> DataFrame:
         F.sum("rows").alias("lines"), *[F.sum(c).alias(c) for c in ("timestamped", "blank", "continuation")]
     )
     recognised = F.col("kind") != UNRECOGNISED
-    bare = ~F.col("timestamped") & ~F.col("continuation")  # e.g. the participants lines
+    # The assignor's participants lines continue its record without a stamp of their own; any other
+    # recognised line without a stamp is in a layout the parser does not read (it stays unknown).
+    bare = ~F.col("timestamped") & ~F.col("continuation") & (F.col("kind") == "participants")
     counted = found.groupBy("file").agg(
         F.sum(recognised.cast("long")).alias("recognised"),
         F.sum((~recognised).cast("long")).alias("unrecognised"),

@@ -12,6 +12,7 @@ import pytest
 
 from smoothscale.pipeline import log_lines
 from smoothscale.pipeline.analyze import AnalyzeInputs, AnalyzeResult, analyze
+from smoothscale.pipeline.report import write_report
 
 FOLDER = Path(__file__).parent / "kafka_formats"
 LOG_DATE = "2026-03-04"  # the logback excerpt stamps its lines with a time of day only
@@ -56,7 +57,9 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
 @pytest.fixture(scope="module")
 def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> AnalyzeResult:
     logs = sorted(str(p) for p in FOLDER.glob("*.log"))
-    inputs = AnalyzeInputs(journals=[], logs=logs, out=tmp_path_factory.mktemp("formats"), default_date=LOG_DATE)
+    inputs = AnalyzeInputs(
+        journals=[], logs=logs, out=tmp_path_factory.mktemp("formats"), default_date=LOG_DATE
+    )
     return analyze(spark, inputs)
 
 
@@ -127,20 +130,20 @@ MESSAGE = (
 JSON_MESSAGE = MESSAGE.replace("'", "\\u0027")
 # (layout, line, time read) -- the same message in every layout
 LAYOUTS = [
-    ("kafka log4j", f"[2026-11-21 11:08:54,694] INFO {MESSAGE} (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)", "11:08:54.694"),
-    ("log4j ISO8601", f"2026-11-21 11:08:54,694 INFO  [main] ConsumerCoordinator - {MESSAGE}", "11:08:54.694"),
+    ("kafka log4j", f"[2026-11-21 11:08:54,694] INFO {MESSAGE} (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)", "11:08:54.694"),  # noqa: E501
+    ("log4j ISO8601", f"2026-11-21 11:08:54,694 INFO  [main] ConsumerCoordinator - {MESSAGE}", "11:08:54.694"),  # noqa: E501
     ("ISO T and Z", f"2026-11-21T11:08:54.694Z INFO {MESSAGE}", "11:08:54.694"),
     ("ISO with offset", f"2026-11-21T12:08:54.694+01:00 INFO {MESSAGE}", "11:08:54.694"),
     ("offset without colon", f"2026-11-21 12:08:54.694+0100 INFO {MESSAGE}", "11:08:54.694"),
-    ("Spring Boot 2", f"2026-11-21 11:08:54.694  INFO 8564 --- [-StreamThread-1] o.a.k.c.c.i.ConsumerCoordinator  : {MESSAGE}", "11:08:54.694"),
-    ("logback time only", f"11:08:54.694 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - {MESSAGE}", "11:08:54.694"),
+    ("Spring Boot 2", f"2026-11-21 11:08:54.694  INFO 8564 --- [-StreamThread-1] o.a.k.c.c.i.ConsumerCoordinator  : {MESSAGE}", "11:08:54.694"),  # noqa: E501
+    ("logback time only", f"11:08:54.694 [main] INFO  o.a.k.c.c.i.ConsumerCoordinator - {MESSAGE}", "11:08:54.694"),  # noqa: E501
     ("indented", f"    [2026-11-21 11:08:54,694] INFO {MESSAGE}", "11:08:54.694"),
-    ("logstash JSON", f'{{"@timestamp":"2026-11-21T12:08:54.694+01:00","@version":"1","message":"{JSON_MESSAGE}","level":"INFO"}}', "11:08:54.694"),
-    ("ECS JSON", f'{{"@timestamp":"2026-11-21T11:08:54.694Z","log.level":"INFO","message":"{JSON_MESSAGE}","ecs.version":"1.2.0"}}', "11:08:54.694"),
-    ("log4j2 JsonLayout", f'{{"timeMillis":1795259334694,"thread":"main","level":"INFO","message":"{JSON_MESSAGE}"}}', "11:08:54.694"),
+    ("logstash JSON", f'{{"@timestamp":"2026-11-21T12:08:54.694+01:00","@version":"1","message":"{JSON_MESSAGE}","level":"INFO"}}', "11:08:54.694"),  # noqa: E501
+    ("ECS JSON", f'{{"@timestamp":"2026-11-21T11:08:54.694Z","log.level":"INFO","message":"{JSON_MESSAGE}","ecs.version":"1.2.0"}}', "11:08:54.694"),  # noqa: E501
+    ("log4j2 JsonLayout", f'{{"timeMillis":1795259334694,"thread":"main","level":"INFO","message":"{JSON_MESSAGE}"}}', "11:08:54.694"),  # noqa: E501
     ("kubectl --prefix", f"[pod/app-0/app] [2026-11-21 11:08:54,694] INFO {MESSAGE}", "11:08:54.694"),
-    ("CRI", f"2026-11-21T11:08:54.699123456Z stdout F [2026-11-21 11:08:54,694] INFO {MESSAGE}", "11:08:54.694"),
-    ("docker json-file", f'{{"log":"{JSON_MESSAGE}\\n","stream":"stdout","time":"2026-11-21T11:08:54.694Z"}}', "11:08:54.694"),
+    ("CRI", f"2026-11-21T11:08:54.699123456Z stdout F [2026-11-21 11:08:54,694] INFO {MESSAGE}", "11:08:54.694"),  # noqa: E501
+    ("docker json-file", f'{{"log":"{JSON_MESSAGE}\\n","stream":"stdout","time":"2026-11-21T11:08:54.694Z"}}', "11:08:54.694"),  # noqa: E501
 ]  # fmt: skip
 
 
@@ -157,3 +160,27 @@ def test_one_message_in_every_layout(spark: Any) -> None:
         # the reason keeps the exception's name, and no logger name
         assert row["reason"].endswith("consumer group.' (MemberIdRequiredException)"), layout
         assert row["ts"] == datetime.fromisoformat(f"2026-11-21T{time}"), layout
+
+
+def test_the_report_states_coverage_and_the_rebalance_table(result: AnalyzeResult, tmp_path: Path) -> None:
+    page = write_report(result, tmp_path).read_text()
+    assert f"{len(result.tables['diagnoses'].collect())} diagnoses from " in page
+    assert "<h2>Rebalances</h2>" in page and "connect-cluster" in page and "payments" in page
+    assert "Recognised lines per file and kind" in page and "sync-failed" in page
+
+
+def test_a_report_on_logs_it_cannot_read_says_so(spark: Any, tmp_path: Path) -> None:
+    """Syslog-style lines (a layout the parser does not read) holding a rebalance: no diagnosis, and the
+    report must not call that "nothing suspicious"."""
+    syslog = tmp_path / "syslog.log"
+    syslog.write_text(
+        "".join(
+            f"Nov 21 11:0{n}:00 node-{n} java[812]: [Consumer clientId=c-{n}, groupId=g] SyncGroup failed:"
+            " The group began another rebalance. Need to re-join the group.\n"
+            for n in range(6)
+        )
+    )
+    inputs = AnalyzeInputs(journals=[], logs=[str(syslog)], out=tmp_path / "out")
+    page = write_report(analyze(spark, inputs), tmp_path / "out").read_text()
+    assert "Could not judge: syslog.log: only 0% of its lines are in a layout the parser reads" in page
+    assert "nothing suspicious" not in page
