@@ -12,8 +12,8 @@ consecutive rebalances of a group are compared:
   `interval_tolerance`, and at least `probing_min_interval_s` apart): warmups taking long to catch up;
   `endless-probing` when such a run lasts until the end of the logs with `endless_min_rebalances` or more.
 From the rebalance table alone:
-- `rejoin-loop`: `rejoin_min_generations` or more generations in a row, each starting less than
-  `rejoin_gap_s` after the previous one completed: the group does not settle;
+- `rejoin-loop`: `rejoin_min_generations` or more generations in a row with the same member count, each
+  starting less than `rejoin_gap_s` after the previous one completed: the group does not settle;
 - `slow-rebalance`: a generation that took more than `slow_rebalance_s` (members waited for one that
   stopped without leaving);
 - `never-stabilised`: a rebalance that began and produced no generation in the `unstable_s` or more of
@@ -273,11 +273,14 @@ def _generation_rows(table: DataFrame) -> DataFrame:
 
 
 def rejoin_loops(table: DataFrame, limits: Thresholds) -> DataFrame:
-    """Runs of generations each starting less than `rejoin_gap_s` after the previous one completed."""
+    """Runs of generations with the same member count, each starting less than `rejoin_gap_s` after the
+    previous one completed."""
     order = Window.partitionBy("group").orderBy("generation")
     done = table.where(F.col("generation").isNotNull() & F.col("end").isNotNull())
     gap = seconds_between(F.lag("end").over(order), F.col("start"))
-    chained = done.withColumn("chained", F.coalesce(gap < limits.rejoin_gap_s, F.lit(False)))
+    # The same members again: a rebalance caused by a member joining or leaving is no loop.
+    same_members = F.col("member_count").eqNullSafe(F.lag("member_count").over(order))
+    chained = done.withColumn("chained", F.coalesce((gap < limits.rejoin_gap_s) & same_members, F.lit(False)))
     run = F.sum(F.when(F.col("chained"), 0).otherwise(1)).over(
         order.rowsBetween(Window.unboundedPreceding, 0)
     )

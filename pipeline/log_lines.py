@@ -398,8 +398,9 @@ SCREEN = (
 )
 # A screened line no pattern recognised that still speaks of group membership: counted as unrecognised.
 RELATED = (
-    r"(?i)rebalance (?:failed|in progress|timed out)|generation|join(?:ing|ed)? ?group|leavegroup|heartbeat"
-    r"|group coordinator|state transition|stream threads have died|fenced|participating in this rebalance"
+    r"(?i)rebalance (?:failed|in progress|timed out)|generation|join(?:ing|ed)? ?group|leavegroup"
+    r"|attempt to heartbeat|heartbeat expiration|group coordinator|state transition|stream threads have died"
+    r"|fenced (?:by|from)|is being fenced|participating in this rebalance"
 )
 
 for _pattern in PATTERNS:  # a pattern whose groups and fields disagree would extract the wrong values
