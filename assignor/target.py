@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from smoothscale.assignor.cluster import NO_CLIENT, Cluster, FloatArray, IntArray, flatten
-from smoothscale.assignor.flow import NO_EXCLUSION, UNLIMITED, Bounds, PlacementProblem, place
+from smoothscale.assignor.flow.problem import NO_EXCLUSION, UNLIMITED, Bounds, PlacementProblem
+from smoothscale.assignor.flow.solve import place
 from smoothscale.assignor.models import BalanceBy, RackStrategy
 
 COLD = 3  # warmth of a client without state for the task, in non-overlap units
