@@ -311,21 +311,6 @@ def _solve(ctx: _Context, parts: list[_Part], bounds: Bounds) -> list[list[list[
     return [placed[int(item_offsets[k]) : int(item_offsets[k + 1])] for k in range(len(parts))]
 
 
-def _rehome(placed: list[list[int]], owners: list[int], counts: IntArray, upper: IntArray) -> None:
-    """Give a client to every copy the flow could not place distinctly (two copies of one task met)."""
-    for positions, owner in zip(placed, owners, strict=True):
-        if -1 not in positions:
-            continue
-        chosen = [p for p in positions if p >= 0]
-        for _ in range(len(positions) - len(chosen)):
-            room = upper - counts
-            order = np.lexsort((np.arange(len(counts)), -room)).tolist()
-            pick = next(c for c in order if c != owner and c not in chosen)
-            counts[pick] += 1
-            chosen.append(pick)
-        positions[:] = chosen
-
-
 def _place_stateful_actives(ctx: _Context, stateful: IntArray, stateless: IntArray) -> IntArray:
     """Stateful actives, solved together with the stateless ones (whose placement is then re-done beside the
     standbys): stateful tasks placed alone can take exactly the slots a subtopology's stateless tasks need."""
@@ -392,21 +377,6 @@ def _place_actives_by_weight(ctx: _Context) -> IntArray:
     return result
 
 
-def _standbys_from(
-    results: list[list[int]],
-    ctx: _Context,
-    stateful: IntArray,
-    active: IntArray,
-    counts: IntArray,
-    upper: IntArray,
-) -> list[list[int]]:
-    standby: list[list[int]] = [[] for _ in range(ctx.cluster.n_tasks)]
-    _rehome(results, ctx.local[active[stateful]].tolist(), counts, upper)
-    for task, chosen in zip(stateful.tolist(), results, strict=True):
-        standby[task] = sorted(int(ctx.clients[p]) for p in chosen)
-    return standby
-
-
 def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
     """All actives first (so that the stateful ones leave room for a balanced spread of the stateless ones);
     then, the stateful actives fixed, standbys and stateless actives together, so that the actives and the
@@ -450,11 +420,9 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
                 class_upper=np.stack([c[1] for c in classes]),
             )
         results = _solve(ctx, parts, bounds)
-        counts = np.bincount(
-            [p for result in results for ps in result for p in ps if p >= 0], minlength=n_clients
-        )
         if len(stateless):
             active[stateless] = ctx.clients[np.array([p[0] for p in results[-1]], dtype=np.int64)]
         if copies:
-            standby = _standbys_from(results[0], ctx, stateful, active, counts, bounds.client_upper)
+            for task, chosen in zip(stateful.tolist(), results[0], strict=True):
+                standby[task] = sorted(int(ctx.clients[p]) for p in chosen)
     return Target(active, standby)

@@ -3,7 +3,7 @@ step by step when they cannot all hold together."""
 
 from __future__ import annotations
 
-from smoothscale.assignor.flow.aggregated import solve_aggregated
+from smoothscale.assignor.flow.aggregated import Undecomposed, solve_aggregated
 from smoothscale.assignor.flow.dense import solve_dense
 from smoothscale.assignor.flow.problem import Bounds, PlacementInfeasible, PlacementProblem
 
@@ -12,10 +12,10 @@ DENSE_LIMIT = 200_000
 
 
 def place(problem: PlacementProblem, bounds: Bounds) -> list[list[int]]:
-    """Solve the placement; returns, per item, the local client positions of its copies.
+    """Solve the placement; returns, per item, the local client positions of its copies, all distinct.
 
-    A copy that could not be given a distinct client (only when one task has several copies in one rack
-    and they collide) comes back as -1, for the caller to re-home.
+    Every count bound holds unless no placement can meet them all; then the bounds are relaxed in the order
+    of `Bounds.relaxations`, never by placing a copy outside the flow.
     """
     for attempt in bounds.relaxations():
         result = _solve(problem, attempt)
@@ -28,4 +28,11 @@ def _solve(problem: PlacementProblem, bounds: Bounds) -> list[list[int]] | None:
     many_copies = problem.n_items > 0 and int(problem.supply.max()) > 1
     if many_copies and problem.n_items * problem.n_clients <= DENSE_LIMIT:
         return solve_dense(problem, bounds)
-    return solve_aggregated(problem, bounds)
+    dense_racks: frozenset[int] = frozenset()
+    while True:
+        result = solve_aggregated(problem, bounds, dense_racks)
+        if not isinstance(result, Undecomposed):
+            return result
+        # Racks solved densely are exact, so each round adds racks and the loop ends.
+        assert not result.racks <= dense_racks, "a dense rack is always decomposed"
+        dense_racks |= result.racks
