@@ -53,7 +53,8 @@ class BalanceBy(StrEnum):
 class RackAwareConfig(ContractModel):
     strategy: RackStrategy = Field(
         RackStrategy.BALANCE_SUBTOPOLOGY,
-        description="none | min_traffic | balance_subtopology (KIP-925 4.B.I / 4.B.II)",
+        description="none (racks ignored, subtopologies spread) | min_traffic (KIP-925 4.B.I, subtopologies "
+        "may cluster) | balance_subtopology (4.B.II, subtopologies spread)",
     )
     traffic_cost: int = Field(
         10, ge=0, le=1000, description="cost of one input partition read from another rack"

@@ -194,12 +194,13 @@ class _Part:
 
 
 def _active_part(ctx: _Context, tasks: IntArray) -> _Part:
-    """Actives of `tasks`: traffic plus stickiness; each subtopology balanced on its own if configured."""
+    """Actives of `tasks`: traffic plus stickiness; each subtopology balanced on its own (KIP-441's balance)
+    unless `min_traffic` trades that for less cross-rack traffic (KIP-925 4.B.I)."""
     cluster = ctx.cluster
     costs = _Costs(cluster, ctx.holdings)
     traffic3 = COLD * cluster.traffic_cost
     n_items, n_racks, n_clients = len(tasks), len(ctx.racks), len(ctx.clients)
-    if cluster.config.rack_aware.strategy is RackStrategy.BALANCE_SUBTOPOLOGY:
+    if cluster.config.rack_aware.strategy is not RackStrategy.MIN_TRAFFIC:
         _, item_group = np.unique(cluster.subtopology[tasks], return_inverse=True)
         pairs = [
             ctx.bounds(int(size), ctx.held(tasks[item_group == group]))

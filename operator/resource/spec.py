@@ -127,8 +127,9 @@ class RackAwareSpec(SpecModel):
 
     strategy: RackStrategy = Field(
         RackStrategy.BALANCE_SUBTOPOLOGY,
-        description="none, min_traffic (least cross-zone traffic) or balance_subtopology "
-        "(least cross-zone traffic while spreading each subtopology evenly).",
+        description="none (zones ignored; every subtopology spread evenly), min_traffic (least "
+        "cross-zone traffic; subtopologies may cluster) or balance_subtopology (least cross-zone traffic "
+        "while spreading each subtopology evenly).",
     )
     traffic_cost: int = Field(
         10, ge=0, le=1000, description="Cost of a task reading an input partition from another zone."

@@ -550,7 +550,8 @@ def balance_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
             problems.append(
                 f"R9: target total load (actives + standbys) differs by more than {tolerance}: {total}"
             )
-    if snapshot.config.rack_aware.strategy == RackStrategy.BALANCE_SUBTOPOLOGY:
+    # KIP-441's balance includes each subtopology's spread; only min_traffic may trade it for traffic.
+    if snapshot.config.rack_aware.strategy != RackStrategy.MIN_TRAFFIC:
         problems.extend(_subtopology_violations(ctx, target))
     return problems
 

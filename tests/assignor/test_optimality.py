@@ -2,7 +2,7 @@
 
 The reference is an independent formulation solved by CP-SAT (not the planner's min-cost flow): binary
 x[t, c] over the non-leaving clients, each task placed exactly once, each client's count within
-[floor(N * cap_c / sum cap), ceil(N * cap_c / sum cap)], and with `balance_subtopology` the same bounds per
+[floor(N * cap_c / sum cap), ceil(N * cap_c / sum cap)], and except with `min_traffic` the same bounds per
 (subtopology, client). Two objectives:
 
 - A (run with nonOverlapCost = 0): cross-rack cost = sum of trafficCost x (number of the task's input
@@ -149,7 +149,7 @@ def quota_bounds(snapshot: Snapshot) -> dict[tuple[str | None, str], tuple[int, 
     staying = [c for c in snapshot.clients if c.leaving_since is None]
     total = sum(c.capacity for c in staying)
     bounds = {(None, c.id): subtopology_bounds(len(snapshot.tasks), c.capacity, total) for c in staying}
-    if snapshot.config.rack_aware.strategy == "balance_subtopology":
+    if snapshot.config.rack_aware.strategy != "min_traffic":
         sizes: dict[str, int] = {}
         for task in snapshot.tasks:
             sizes[task.subtopology] = sizes.get(task.subtopology, 0) + 1

@@ -593,6 +593,25 @@ def test_r9_subtopologies_are_spread() -> None:
         assert per_sub == [2, 2], (client, target.active)
 
 
+@pytest.mark.parametrize("strategy", ["none", "balance_subtopology"])
+def test_r9_subtopologies_are_spread_without_rack_awareness(strategy: str) -> None:
+    """Three pods each running all three tasks of one subtopology, every copy caught up: balanced per pod
+    (three tasks each) but not per subtopology. KIP-441 calls an assignment balanced only with both, so
+    `none` (rack awareness off) must spread every subtopology too: one task of each per pod.
+
+    Trap: treating `none` as "no subtopology constraint" (KIP-925's 4.B.I) and calling this stable.
+    """
+    tasks = [make_task(f"{s}_{p}") for s in range(3) for p in range(3)]
+    clients = [make_client(f"pod-{s}", active=[f"{s}_{p}" for p in range(3)]) for s in range(3)]
+    snapshot = make_snapshot(tasks, clients, strategy=strategy)
+    plan = run_planner(snapshot)
+    assert_valid(snapshot, plan)
+    assert not plan.stable
+    for client, target in plan.target.items():
+        per_sub = sorted(sum(1 for t in target.active if t.startswith(f"{s}_")) for s in range(3))
+        assert per_sub == [1, 1, 1], (client, target.active)
+
+
 def test_r9_total_load_with_standbys_and_stateful_actives_are_balanced() -> None:
     """Four equal pods, six stateful tasks with one standby each and two stateless tasks.
 
