@@ -714,6 +714,25 @@ def _tie_heavy_cluster() -> Snapshot:
     return make_snapshot(tasks, clients, num_standbys=1)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_rule7_ids_that_compare_equal_in_natural_order_keep_a_fixed_order(seed: int) -> None:
+    """ "0_1" and "0_01" (and "pod-1" and "pod-01") are different ids with the same natural order: the tie
+    is broken on the exact string, so the output does not depend on which comes first in the input.
+
+    Trap: a stable sort on the natural key alone, which keeps the input order of equal keys.
+    """
+    tasks = [make_task(t, offsets=0) for t in ("0_1", "0_01", "0_001", "0_2", "1_1", "1_01")]
+    clients = [
+        make_client(c, rack=r) for c, r in (("pod-1", "zone-a"), ("pod-01", "zone-b"), ("pod-2", "zone-a"))
+    ]
+    snapshot = make_snapshot(tasks, clients, num_standbys=1)
+    expected = run_planner(snapshot).model_dump_json(by_alias=True)
+    rng = random.Random(seed)
+    for _ in range(4):
+        again = shuffled(snapshot, rng)
+        assert run_planner(again).model_dump_json(by_alias=True) == expected, dump(again)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_rule7_same_input_in_any_order_gives_byte_identical_output(seed: int) -> None:
     snapshot = _tie_heavy_cluster()
