@@ -2,7 +2,9 @@
 
 KIP-441's iterative balancing: an active stateful task moves to its target client only once that client is
 caught up; until then it stays on (or goes to) the most caught-up client and the target client restores it
-as a warmup, at most maxWarmupReplicas at once. Leaving pods (the incremental-rebalancing drafts) keep the
+as a warmup, at most maxWarmupReplicas at once. A warmup already restoring keeps its slot while its client
+stays in the target (the drafts' "keep the existing learner tasks running"); the free slots serve leaving
+pods' tasks first. Leaving pods (the incremental-rebalancing drafts) keep the
 actives they have until a pod that stays is caught up, or until their scale-down timeout expires; they get
 nothing new. Stateless tasks have nothing to restore and go straight to their target.
 
@@ -163,7 +165,8 @@ def plan_movements(cluster: Cluster, target: Target) -> Assignment:
             if client != active[task] and client not in standby[task]:
                 is_new = 0 if client in existing else 1
                 lag = cluster.lag(task, client)
-                wanted.append((owner_staying, is_new, kind, lag, task, client))
+                # Learners in flight first (the drafts: no half-way bounce), then a leaving pod's tasks.
+                wanted.append((is_new, owner_staying, kind, lag, task, client))
     wanted.sort()
     cap = cluster.config.max_warmup_replicas
     warmup: list[list[int]] = [[] for _ in range(n_tasks)]

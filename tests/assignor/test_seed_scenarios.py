@@ -385,3 +385,44 @@ def test_draft_member_lost_while_another_learns() -> None:
     assert task in second.assignment["S4"].active
     final = drive(snapshot, second)[-1][1]
     assert sorted(active_counts(final).values())[-1] - sorted(active_counts(final).values())[0] <= 1
+
+
+def test_draft_learners_in_flight_survive_a_drain() -> None:
+    """S1, S2, S3 hold 2, 4, 2 tasks; S4 joins and learns two of S2's (maxWarmupReplicas 2). Halfway
+    through those restores, S1 is marked leaving. The drafts: "keep the existing learner tasks running. We
+    don't want to see half way bounce": every learner whose destination is still in the target keeps
+    restoring there, and S1's tasks wait for a slot instead of taking it from them.
+
+    Trap: ranking the leaving pod's moves first and replacing half-restored warmups with new ones.
+    """
+    snapshot = make_snapshot(
+        tasks(8),
+        [
+            make_client("S1", active=[T(1), T(2)]),
+            make_client("S2", rack="zone-b", active=[T(3), T(4), T(5), T(6)]),
+            make_client("S3", rack="zone-c", active=[T(7), T(8)]),
+            make_client("S4", rack="zone-b"),
+        ],
+        max_warmup_replicas=2,
+    )
+    first = run_planner(snapshot)
+    assert_valid(snapshot, first)
+    learning = warmups(first)
+    assert len(learning) == 2 and {c for _, c in learning} == {"S4"}
+
+    snapshot = advance(snapshot, first, caught_up=False)
+    snapshot = set_lags(snapshot, "S4", {task: CHANGELOG // 2 for task, _ in learning})
+    snapshot = mark_leaving(snapshot, "S1", snapshot.now)
+    drained = run_planner(snapshot)
+    assert_valid(snapshot, drained)
+    kept = [
+        (task, client)
+        for task, client in learning
+        if task in drained.target[client].active or task in drained.target[client].standby
+    ]
+    assert kept, f"the drain moved every learner's target: {drained.target}"
+    for task, client in kept:
+        assert task in drained.assignment[client].warmup, (
+            f"{task} was half restored on {client}, still its target, but is no longer a warmup there: "
+            f"{warmups(drained)}"
+        )
