@@ -21,7 +21,7 @@ from collections.abc import Mapping, Set
 from pydantic import Field
 
 from smoothscale.assignor.models import ClientAssignment, ContractModel
-from smoothscale.assignor.ordering import natural_sorted
+from smoothscale.assignor.ordering import natural_key, natural_sorted
 
 
 class Revocation(ContractModel):
@@ -56,6 +56,7 @@ def next_publication(
     acked: Mapping[str, int],
     alive: Set[str],
     ready: Set[str] | None = None,
+    max_warmups: int | None = None,
 ) -> Publication | None:
     """The next generation to publish toward `desired`, or None when nothing would change.
 
@@ -64,6 +65,9 @@ def next_publication(
     `ready`, when given, holds the pods that would start a task at once (their client is up and follows the
     assignment): a task another pod is running moves only to one of them, and until its new pod is ready it
     stays where it runs, so that a pod still starting never turns a hand-over into a wait for its start.
+    With `max_warmups` (maxWarmupReplicas) no generation lists more warmups than that: a new owner still
+    restoring a task while the old owner stops it holds a warmup like any other (it restores, and the
+    status counts it), so a new warmup waits for a free slot (see `_cap_warmups`).
     """
     generation = published.generation + 1
     owners = published.active_owner()
@@ -78,11 +82,13 @@ def next_publication(
         for pod in pods
     }
     desired_owner = {task: pod for pod, a in desired.items() for task in a.active}
+    handing: set[tuple[str, str]] = set()  # (pod, task) restoring until the old owner has stopped it
     for task, target in desired_owner.items():
         owner = owners.get(task)
         pending = revoking.get(task)
         if pending is not None and pending.owner != target:
             _keep_restoring(roles[target], published.assignment.get(target), task)
+            handing.add((target, task))
             continue  # the old owner may still be processing it: start it nowhere yet
         if pending is not None or owner is None or owner == target or owner not in alive:
             revoking.pop(task, None)  # handed back to the pod that never stopped, or no one to wait for
@@ -92,6 +98,7 @@ def next_publication(
         else:
             revoking[task] = Revocation(owner=owner, generation=generation)
             _keep_restoring(roles[target], published.assignment.get(target), task)
+            handing.add((target, task))
     for task, owner in owners.items():
         if task not in desired_owner and owner in alive:
             # Stopped without a new owner (e.g. a stop-the-world rebalance): whoever gets it next waits too.
@@ -103,6 +110,8 @@ def next_publication(
     for task in revoking:
         for pod_roles in roles.values():
             pod_roles["active"].discard(task)
+    if max_warmups is not None:
+        _cap_warmups(roles, published, handing, max_warmups)
     assignment = {
         pod: ClientAssignment(
             active=natural_sorted(r["active"]),
@@ -120,6 +129,25 @@ def next_publication(
     if unchanged and candidate.revoking == published.revoking:
         return None
     return candidate
+
+
+def _cap_warmups(
+    roles: dict[str, dict[str, set[str]]], published: Publication, handing: Set[tuple[str, str]], cap: int
+) -> None:
+    """Leave at most `cap` warmups: hand-over copies first (their task is about to start there), then those
+    already published (restores in progress), then new ones in natural order; the others wait for a later
+    generation. Hand-over copies were warmups of the previous generation, which held `cap` at most, so
+    they alone never exceed it unless the cap was lowered meanwhile."""
+
+    def rank(pod: str, task: str) -> tuple[int, tuple[object, ...]]:
+        before = published.assignment.get(pod)
+        kept = 0 if (pod, task) in handing else 1 if before is not None and task in before.warmup else 2
+        return kept, (natural_key(task), natural_key(pod))
+
+    copies = sorted(((pod, task) for pod, r in roles.items() for task in r["warmup"]), key=lambda c: rank(*c))
+    for pod, task in copies[cap:]:
+        if (pod, task) not in handing:
+            roles[pod]["warmup"].discard(task)
 
 
 def _keep_restoring(roles: dict[str, set[str]], before: ClientAssignment | None, task: str) -> None:

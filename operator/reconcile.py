@@ -100,6 +100,8 @@ class _HandOverWait:
     urls: dict[str, str] = field(default_factory=dict)
     names: MetricNames | None = None
     status_generation: int = 0
+    max_warmups: int | None = None
+    """The spec's maxWarmupReplicas: no generation lists more warmups."""
     published_at: datetime | None = None
     polls: int = 0
     """Pods polled since the last publication."""
@@ -344,6 +346,7 @@ class AppReconciler:
         waits.status_generation = state.status_generation
         if state.spec is not None:
             waits.kafka_rebalances = state.spec.runtime is Runtime.KAFKA_STREAMS
+            waits.max_warmups = state.spec.assignment.max_warmup_replicas
         if waits.published_at is None:
             waits.published_at = state.now  # a hand-over found in the ConfigMap (a restart): polls start now
         await self._publish_next()
@@ -390,6 +393,7 @@ class AppReconciler:
             waits.status_generation,
             ready=set(waits.acked),  # a pod that reports a generation follows the assignment
             kafka_rebalances=waits.kafka_rebalances,
+            max_warmups=waits.max_warmups,
         )
         if candidate is None:
             return

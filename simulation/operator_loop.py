@@ -176,7 +176,15 @@ class Operator:
             alive = set(acked)
             aim = self.strategy.gate(self._desired, self.published, acked, alive)
             ready = {pod for pod, generation in acked.items() if generation >= 0}  # it has read one
-            publication = next_generation(self.published, aim, acked, alive, self.published.generation, ready)
+            publication = next_generation(
+                self.published,
+                aim,
+                acked,
+                alive,
+                self.published.generation,
+                ready,
+                max_warmups=self.config.max_warmup_replicas,
+            )
             if publication is None:
                 self._idle_on = inputs  # the same inputs give the same answer: skip them next time
             else:

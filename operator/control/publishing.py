@@ -60,6 +60,7 @@ def next_generation(
     ready: Collection[str] | None = None,
     *,
     kafka_rebalances: bool = False,
+    max_warmups: int | None = None,
 ) -> Publication | None:
     """The publication to write this round, or None to write nothing.
 
@@ -67,7 +68,9 @@ def next_generation(
     reports as applied; `alive`: pods that may still be processing; `status_generation`: the generation the
     app's status last reported as published (a lost ConfigMap is rebuilt above it); `ready`: the pods that
     follow their assignment, the only ones a running task may move to (None: every pod);
-    `kafka_rebalances`: the pods run Kafka Streams, whose rebalance hands tasks over (`plan_as_published`).
+    `kafka_rebalances`: the pods run Kafka Streams, whose rebalance hands tasks over (`plan_as_published`);
+    `max_warmups`: maxWarmupReplicas, which no generation exceeds, hand-over copies included
+    (`next_publication`).
     """
     barrier = barrier_after_loss(published, status_generation, acked)
     if barrier is not None:
@@ -78,7 +81,8 @@ def next_generation(
         return None  # nothing planned yet, or the plan names a pod that is gone: wait for the next plan
     if kafka_rebalances:
         return plan_as_published(published, desired, alive)
-    return next_publication(published, desired, acked, set(alive), None if ready is None else set(ready))
+    pods = None if ready is None else set(ready)
+    return next_publication(published, desired, acked, set(alive), pods, max_warmups)
 
 
 def plan_as_published(
