@@ -19,6 +19,9 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 NO_CLIENT = -1
+UNKNOWN_RACK = ""
+"""The rack of every pod whose zone is unknown: last in `racks`, never named by an input partition (the
+contract refuses empty rack names there), so no placement there costs traffic, and it is no other rack."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +30,7 @@ class Cluster:
     now: datetime
     task_ids: list[str]
     client_ids: list[str]
-    racks: list[str]
+    racks: list[str]  # known racks in natural order, then UNKNOWN_RACK if some pod's zone is unknown
     subtopologies: list[str]
     subtopology: IntArray  # per task
     stateful: BoolArray  # per task
@@ -44,6 +47,7 @@ class Cluster:
     reported_lags: list[dict[int, int]]  # per task: client position -> reported lag
     lag_entries: tuple[IntArray, IntArray, IntArray]  # the same as flat (task, client, lag) arrays
     missing_partitions: IntArray  # (task, rack): input partitions with no replica in that rack
+    unknown_inputs: BoolArray  # per task: an input partition whose replicas' racks are unknown
 
     @property
     def n_tasks(self) -> int:
@@ -58,6 +62,13 @@ class Cluster:
         """The per-partition cross-rack cost, or 0 when rack awareness is off."""
         rack_aware = self.config.rack_aware
         return 0 if rack_aware.strategy is RackStrategy.NONE else rack_aware.traffic_cost
+
+    def rack_known(self, client: int) -> bool:
+        return self.racks[int(self.client_rack[client])] != UNKNOWN_RACK
+
+    def rack_known_mask(self) -> BoolArray:
+        known: BoolArray = np.array([r != UNKNOWN_RACK for r in self.racks], dtype=np.bool_)[self.client_rack]
+        return known
 
     def lag(self, task: int, client: int) -> int:
         """A client's lag on a task; no reported state counts as the whole changelog behind (KIP-441)."""
@@ -92,6 +103,8 @@ def _missing_partitions(snapshot: Snapshot, task_order: list[int], racks: list[s
         row = cache.get(partitions)
         if row is None:
             row = np.full(len(racks), len(partitions), dtype=np.int64)
+            if UNKNOWN_RACK in rack_pos:
+                row[rack_pos[UNKNOWN_RACK]] = 0  # where the pod is, is unknown: no traffic counted
             for replicas in partitions:
                 for rack in replicas:
                     if rack in rack_pos:
@@ -124,7 +137,9 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
     tasks = [snapshot.tasks[i] for i in task_order]
     clients = [snapshot.clients[i] for i in client_order]
     task_pos = {task.id: i for i, task in enumerate(tasks)}
-    racks = natural_sorted({c.rack for c in clients})
+    racks = natural_sorted({c.rack for c in clients if c.rack is not None})
+    if any(c.rack is None for c in clients):
+        racks.append(UNKNOWN_RACK)
     rack_pos = {rack: i for i, rack in enumerate(racks)}
     subtopologies = natural_sorted({t.subtopology for t in tasks})
     sub_pos = {name: i for i, name in enumerate(subtopologies)}
@@ -163,7 +178,7 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
         stateful=np.array([t.stateful for t in tasks], dtype=np.bool_),
         weight=np.array([t.weight for t in tasks], dtype=np.float64),
         changelog=np.array([t.changelog_offsets for t in tasks], dtype=np.int64),
-        client_rack=np.array([rack_pos[c.rack] for c in clients], dtype=np.int64),
+        client_rack=np.array([rack_pos[c.rack or UNKNOWN_RACK] for c in clients], dtype=np.int64),
         capacity=np.array([c.capacity for c in clients], dtype=np.int64),
         leaving=np.array([c.leaving_since is not None for c in clients], dtype=np.bool_),
         expired=expired,
@@ -174,4 +189,5 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
         reported_lags=reported_lags,
         lag_entries=_flat_lags(reported_lags),
         missing_partitions=_missing_partitions(snapshot, task_order, racks),
+        unknown_inputs=np.array([any(not p for p in t.input_partition_racks) for t in tasks], dtype=np.bool_),
     )

@@ -113,7 +113,10 @@ class Task(ContractModel):
 
 class Client(ContractModel):
     id: ClientId
-    rack: str = Field(min_length=1, description="zone of the pod's node")
+    rack: str | None = Field(
+        min_length=1,
+        description="zone of the pod's node; null when unknown (rack awareness is then off for this pod)",
+    )
     capacity: int = Field(1, ge=1, description="processing threads: load is balanced per unit")
     leaving_since: AwareDatetime | None = Field(
         None, description="when the pod was marked leaving (RFC 3339), or null"
@@ -160,6 +163,16 @@ class PlanStats(ContractModel):
     target_active_imbalance: float
 
 
+class RackUnknown(ContractModel):
+    """What the plan could not be rack-aware about (KIP-925 turns rack awareness off where racks are unknown;
+    here only for what is unknown)."""
+
+    pods: list[ClientId] = Field(default_factory=list, description="pods whose zone is unknown")
+    tasks: list[TaskId] = Field(
+        default_factory=list, description="tasks with an input partition whose replicas' racks are unknown"
+    )
+
+
 class Plan(ContractModel):
     assignment: dict[ClientId, ClientAssignment]
     target: dict[ClientId, ClientTarget]
@@ -167,3 +180,4 @@ class Plan(ContractModel):
     followup: Followup | None
     stats: PlanStats
     explain: dict[TaskId, str]
+    rack_unknown: RackUnknown = Field(default_factory=RackUnknown)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smoothscale.assignor.cluster import NO_CLIENT, Cluster, IntArray
+from smoothscale.assignor.cluster import NO_CLIENT, UNKNOWN_RACK, Cluster, IntArray
 from smoothscale.assignor.target import Target
 
 
@@ -45,6 +45,7 @@ class _Chooser:
         self.goal: list[int] = target.active.tolist()
         self.owner: list[int] = cluster.current_active.tolist()
         self.changelog: list[int] = cluster.changelog.tolist()
+        self.unknown_racks = {r for r, name in enumerate(cluster.racks) if name == UNKNOWN_RACK}
 
     def rank(self, task: int, client: int) -> int:
         lag = self.cluster.reported_lags[task].get(client, self.changelog[task])
@@ -109,7 +110,8 @@ class _Chooser:
         pool.update(c for c in current if not self.leaving[c])
         pool.discard(active)
         chosen: list[int] = []
-        used_racks = {self.rack[active]}
+        # A pod of unknown zone is never certainly another rack: it ranks as if its rack were used.
+        used_racks = {self.rack[active], *self.unknown_racks}
         while len(chosen) < wanted:
             if not pool:
                 pool = {c for c in self.non_leaving if c != active and c not in chosen}
@@ -198,5 +200,8 @@ def _pending_note(
     if missing:
         notes.append("standby moves to " + ", ".join(_name(cluster, c) for c in missing) + " once caught up")
     traffic = int(cluster.missing_partitions[task, cluster.client_rack[active]])
-    notes.append("input read across racks" if traffic else "same rack as its input")
+    if not cluster.rack_known(active):
+        notes.append(f"rack unknown for {_name(cluster, active)}: rack awareness off for it")
+    else:
+        notes.append("input read across racks" if traffic else "same rack as its input")
     return "; " + "; ".join(notes)

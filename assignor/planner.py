@@ -16,6 +16,7 @@ from smoothscale.assignor.models import (
     Followup,
     Plan,
     PlanStats,
+    RackUnknown,
     Snapshot,
 )
 from smoothscale.assignor.movement import Assignment, plan_movements
@@ -162,4 +163,13 @@ def _render(cluster: Cluster, target: Target, assignment: Assignment) -> Plan:
             target_active_imbalance=_active_imbalance(cluster, target.active),
         ),
         explain=dict(zip(cluster.task_ids, assignment.explain, strict=True)),
+        rack_unknown=_rack_unknown(cluster),
     )
+
+
+def _rack_unknown(cluster: Cluster) -> RackUnknown:
+    """The pods whose zone is unknown and the tasks with an input partition of unknown racks."""
+    known = cluster.rack_known_mask()
+    pods = [cluster.client_ids[c] for c in np.flatnonzero(~known).tolist()]
+    tasks = [cluster.task_ids[t] for t in np.flatnonzero(cluster.unknown_inputs).tolist()]
+    return RackUnknown.model_construct(pods=pods, tasks=tasks)

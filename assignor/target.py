@@ -24,7 +24,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from smoothscale.assignor.cluster import NO_CLIENT, Cluster, FloatArray, IntArray, flatten
+from smoothscale.assignor.cluster import (
+    NO_CLIENT,
+    UNKNOWN_RACK,
+    BoolArray,
+    Cluster,
+    FloatArray,
+    IntArray,
+    flatten,
+)
 from smoothscale.assignor.flow.problem import NO_EXCLUSION, UNLIMITED, Bounds, PlacementProblem
 from smoothscale.assignor.flow.solve import place
 from smoothscale.assignor.models import BalanceBy, RackStrategy
@@ -148,6 +156,11 @@ class _Context:
         rack_local[racks] = np.arange(len(racks))
         return _Context(cluster, holdings, clients, local, racks, rack_local[cluster.client_rack[clients]])
 
+    def rack_known(self) -> BoolArray:
+        """Per local rack: whether it is a real zone (not the pods whose zone is unknown)."""
+        known: BoolArray = np.array([self.cluster.racks[r] != UNKNOWN_RACK for r in self.racks.tolist()])
+        return known
+
     def bounds(self, total: int, held: IntArray) -> tuple[IntArray, IntArray]:
         """Per-client count bounds for `total` copies; `held` is what each client holds of them now."""
         capacity = self.cluster.capacity[self.clients]
@@ -249,11 +262,14 @@ def _standby_part(ctx: _Context, tasks: IntArray, active: IntArray, wanted: int)
     entry_rack = np.tile(np.arange(n_racks, dtype=np.int64), n_items)
     own = entry_rack == owner_rack[entry_item]
     exclude = np.where(own, ctx.local[owner][entry_item], NO_EXCLUSION)
-    base = costs.non_overlap * costs.generic[tasks][entry_item] + np.where(own, same_rack, 0)
+    known = ctx.rack_known()  # per local rack
+    rack_cost = _spread_cost(own, known[entry_rack] & known[owner_rack[entry_item]], same_rack, spread)
+    base = costs.non_overlap * costs.generic[tasks][entry_item] + rack_cost
     item, client, warmth = costs.warm(tasks, standby=True)
     keep = (ctx.local[client] >= 0) & (client != owner[item])
     item, client, warmth = item[keep], client[keep], warmth[keep]
     with_owner = cluster.client_rack[client] == cluster.client_rack[owner[item]]
+    both_known = known[ctx.client_rack[ctx.local[client]]] & known[ctx.client_rack[ctx.local[owner[item]]]]
     return _Part(
         tasks=tasks,
         supply=np.full(n_items, wanted, dtype=np.int64),
@@ -267,9 +283,16 @@ def _standby_part(ctx: _Context, tasks: IntArray, active: IntArray, wanted: int)
         entry_units=np.concatenate([base + extra for _, extra in tiers]),
         direct_item=item,
         direct_client=ctx.local[client],
-        direct_units=costs.non_overlap * warmth + np.where(with_owner, same_rack, 0),
+        direct_units=costs.non_overlap * warmth + _spread_cost(with_owner, both_known, same_rack, spread),
         direct_tie=(warmth != 0).astype(np.int64),
     )
+
+
+def _spread_cost(same: BoolArray, known: BoolArray, same_rack: int, unknown: int) -> IntArray:
+    """A standby's rack cost: nothing in another rack, `same_rack` beside its active; where either rack is
+    unknown, in between: not certainly another rack, not certainly the same."""
+    cost: IntArray = np.where(known, np.where(same, same_rack, 0), unknown)
+    return cost
 
 
 def _solve(ctx: _Context, parts: list[_Part], bounds: Bounds) -> list[list[list[int]]]:

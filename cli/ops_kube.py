@@ -90,9 +90,11 @@ class Kube:
         out: dict[str, str] = {}
         for node in sorted({p.node for p in pods if p.node is not None}):
             try:
-                out[node] = node_zone(self.client.sanitize_for_serialization(self.core.read_node(node)))
+                zone = node_zone(self.client.sanitize_for_serialization(self.core.read_node(node)))
             except self._api_exception:
                 continue
+            if zone is not None:
+                out[node] = zone
         return out
 
     @property

@@ -57,7 +57,7 @@ def pod_rows(
                 standbys=len(roles.standby) if roles else 0,
                 warmups=len(roles.warmup) if roles else 0,
                 lag=sum(scraped.lags.values()) if scraped is not None else None,
-                zone=pod_zone(pod.node, zones) if pod else "-",
+                zone=(pod_zone(pod.node, zones) or "-") if pod else "-",
                 leaving=_leaving(pod),
                 ready=pod.ready if pod else False,
             )

@@ -326,9 +326,11 @@ class AppReconciler:
         snapshot = build_snapshot(spec, state.now, clients, self.publication, end_offsets, rates, racks)
         result = await asyncio.to_thread(make_plan, snapshot)
         duration = time.perf_counter() - started
+        before = self.memory.plan.rack_unknown if self.memory is not None else None
         self.memory = PlanMemory(generation, fingerprint(clients), state.now, result)
         self.planned_racks = racks
         self.report.plan(str(decision.due), result, duration, len(clients), len(snapshot.tasks))
+        self.report.post(ev.rack_events(before, result.rack_unknown))
 
     def _settled(self) -> bool:
         return settled(self.memory, self.publication)
@@ -466,4 +468,5 @@ class AppReconciler:
             stats=memory.plan.stats,
             next_probe=memory.next_probe,
             probe_reason=followup.reason if followup is not None else None,
+            rack_unknown=memory.plan.rack_unknown,
         )

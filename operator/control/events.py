@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from smoothscale.assignor.handover import Publication
+from smoothscale.assignor.models import RackUnknown
 
 from .observed import ScrapeFailure
 from .scaling import PodSetPlan, RetireReason
+from .zones import ZONE_LABEL
 
 _LISTED = 8  # items named in one message; the rest are counted
 
@@ -151,4 +153,27 @@ def spec_events(problems_before: Sequence[str] | None, problems: Sequence[str] |
         return [AppEvent(EventType.WARNING, "InvalidSpec", message)]
     if not problems and problems_before:
         return [AppEvent(EventType.NORMAL, "SpecValid", "the spec is valid again")]
+    return []
+
+
+def rack_unknown_message(unknown: RackUnknown) -> str:
+    """Which pods and tasks the plan placed without rack awareness, and why."""
+    parts = []
+    if unknown.pods:
+        parts.append(f"pods without a zone (their node has no {ZONE_LABEL} label): {_listing(unknown.pods)}")
+    if unknown.tasks:
+        parts.append(f"tasks reading partitions whose replicas' racks are unknown: {_listing(unknown.tasks)}")
+    return "rack awareness is off for " + "; ".join(parts)
+
+
+def rack_events(before: RackUnknown | None, after: RackUnknown) -> list[AppEvent]:
+    """A warning when a plan first lacks rack data (or lacks other data than the last one), a note when
+    every pod's zone and every input's racks are known again."""
+    missing = bool(after.pods or after.tasks)
+    was_missing = before is not None and bool(before.pods or before.tasks)
+    if missing and after != before:
+        return [AppEvent(EventType.WARNING, "RackAwarenessDegraded", rack_unknown_message(after))]
+    if was_missing and not missing:
+        message = "every pod's zone and every input's racks are known: rack awareness is on for all"
+        return [AppEvent(EventType.NORMAL, "RackAwarenessRestored", message)]
     return []

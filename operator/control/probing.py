@@ -25,7 +25,7 @@ from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, Plan
 
 from .snapshot import ClientObservation
 
-Fingerprint = tuple[tuple[str, str, str | None, str], ...]
+Fingerprint = tuple[tuple[str, str | None, str | None, str], ...]
 
 
 class PlanTrigger(StrEnum):

@@ -27,7 +27,7 @@ from .zones import pod_zone
 @dataclass(frozen=True)
 class ClientObservation:
     pod: str
-    zone: str
+    zone: str | None  # None: the node has no zone label
     leaving_since: datetime | None
     lags: Mapping[str, int]
     """Lags the pod reported this round ({} when it reported none)."""

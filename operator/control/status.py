@@ -8,11 +8,11 @@ reasons are CamelCase for machines, messages are for people, and every condition
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import PlanStats
+from smoothscale.assignor.models import PlanStats, RackUnknown
 
 from ..resource import (
     AssignmentStatus,
@@ -28,6 +28,7 @@ from ..resource import (
     StreamsAppStatus,
 )
 from . import names
+from .events import rack_unknown_message
 from .observed import PodMetrics, ScrapeResult
 from .pods import PodInfo, leaving_since
 
@@ -48,6 +49,8 @@ class PlanOutcome:
     stats: PlanStats
     next_probe: datetime | None
     probe_reason: str | None
+    rack_unknown: RackUnknown = field(default_factory=RackUnknown)
+    """What the plan could not be rack-aware about: pods of unknown zone, inputs of unknown racks."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
         _problem(ConditionType.DEGRADED, given.degraded, "AllPodsReporting", "every pod reports its metrics"),
         _problem(ConditionType.INVALID_SPEC, given.invalid_spec, "SpecValid", "the spec can be acted on"),
         *_kafka(given.kafka),
+        _rack_awareness(given),
     ]
     stamped = [_stamp(c, given) for c in conditions]
     published = given.published
@@ -188,6 +192,14 @@ def _scaling_down(given: StatusInput) -> _Draft:
     pods = ", ".join(x.pod for x in given.leaving)
     message = f"{len(given.leaving)} pod(s) leaving once their tasks have moved: {pods}"
     return ConditionType.SCALING_DOWN, ConditionStatus.TRUE, "PodsLeaving", message
+
+
+def _rack_awareness(given: StatusInput) -> _Draft:
+    kind = ConditionType.RACK_AWARENESS_DEGRADED
+    unknown = given.plan.rack_unknown if given.plan is not None else RackUnknown()
+    if not unknown.pods and not unknown.tasks:
+        return kind, ConditionStatus.FALSE, "RackDataComplete", "every pod's zone and input's racks are known"
+    return kind, ConditionStatus.TRUE, "RackDataMissing", rack_unknown_message(unknown)
 
 
 def _problem(kind: ConditionType, problem: Problem | None, ok_reason: str, ok_message: str) -> _Draft:

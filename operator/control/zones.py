@@ -1,15 +1,15 @@
 """Zones (the planner's racks) from the nodes the pods run on.
 
 A pod's zone is the `topology.kubernetes.io/zone` label of its node, as the scheduler and every zonal
-volume see it. A node without the label still gets a rack, `UNKNOWN_ZONE`, shared by all such nodes: the
-planner then treats them as one rack, which is right for single-zone clusters and keeps rack-aware cost
-pessimistic where the topology is unknown.
+volume see it. A node without the label has no zone: the pod's zone is unknown (None), not a zone named
+"unknown". The planner turns rack awareness off for such pods only (KIP-925 does so when racks are
+unknown), and the status says so (the RackAwarenessDegraded condition and Event).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from smoothscale.client.contract import ZONE_LABEL
 
@@ -17,18 +17,15 @@ from smoothscale.client.contract import ZONE_LABEL
 __all__ = ["ZONE_LABEL"]
 
 
-UNKNOWN_ZONE: Final = "unknown"
-
-
-def node_zone(body: Mapping[str, Any]) -> str:
-    """The zone of a node object."""
+def node_zone(body: Mapping[str, Any]) -> str | None:
+    """The zone of a node object, or None when it has no zone label."""
     labels = (body.get("metadata") or {}).get("labels") or {}
     zone = str(labels.get(ZONE_LABEL) or "").strip()
-    return zone or UNKNOWN_ZONE
+    return zone or None
 
 
-def pod_zone(node: str | None, zones: Mapping[str, str]) -> str:
-    """The zone of the node a pod runs on, given each known node's zone."""
+def pod_zone(node: str | None, zones: Mapping[str, str]) -> str | None:
+    """The zone of the node a pod runs on, given each known node's zone; None when unknown."""
     if node is None:
-        return UNKNOWN_ZONE
-    return zones.get(node, UNKNOWN_ZONE)
+        return None
+    return zones.get(node)

@@ -40,6 +40,7 @@ class ConditionType(StrEnum):
     DEGRADED = "Degraded"
     INVALID_SPEC = "InvalidSpec"
     KAFKA_UNAVAILABLE = "KafkaUnavailable"
+    RACK_AWARENESS_DEGRADED = "RackAwarenessDegraded"
 
 
 class ConditionStatus(StrEnum):
@@ -63,7 +64,7 @@ class Condition(StatusModel):
     """One aspect of the app's state, in the shape of metav1.Condition so generic tools understand it."""
 
     type: ConditionTypeName = Field(
-        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec or KafkaUnavailable."
+        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable or RackAwarenessDegraded."
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     observed_generation: int | None = Field(
@@ -141,7 +142,7 @@ class StreamsAppStatus(StatusModel):
     )
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable.",
+        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable, RackAwarenessDegraded.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     assignment: AssignmentStatus | None = Field(None, description="The published assignment.")

@@ -80,7 +80,7 @@ def make_task(
 def make_client(
     client_id: str,
     *,
-    rack: str = "zone-a",
+    rack: str | None = "zone-a",
     capacity: int = 1,
     active: Sequence[str] = (),
     standby: Sequence[str] = (),

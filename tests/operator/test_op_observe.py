@@ -8,7 +8,7 @@ import pytest
 
 from smoothscale.operator.control import names
 from smoothscale.operator.control.pods import leaving_since, parse_time, pod_info
-from smoothscale.operator.control.zones import UNKNOWN_ZONE, node_zone, pod_zone
+from smoothscale.operator.control.zones import node_zone, pod_zone
 from smoothscale.operator.kube import KubeClient, KubeError, core_path
 from smoothscale.operator.login import connection_from_kubeconfig
 from smoothscale.sandbox.emulator import RunningEmulator
@@ -68,9 +68,9 @@ def test_a_person_may_mark_a_pod_leaving_with_any_value() -> None:
 def test_zones_come_from_the_nodes_label() -> None:
     labelled = {"metadata": {"name": "n", "labels": {"topology.kubernetes.io/zone": "eu-west-1a"}}}
     assert node_zone(labelled) == "eu-west-1a"
-    assert node_zone({"metadata": {"name": "n"}}) == UNKNOWN_ZONE
+    assert node_zone({"metadata": {"name": "n"}}) is None, "no label: unknown, not a zone named unknown"
     assert pod_zone("n", {"n": "eu-west-1a"}) == "eu-west-1a"
-    assert pod_zone("other", {"n": "eu-west-1a"}) == pod_zone(None, {}) == UNKNOWN_ZONE
+    assert pod_zone("other", {"n": "eu-west-1a"}) is None and pod_zone(None, {}) is None
 
 
 async def test_the_client_speaks_json_with_kopfs_credentials(

@@ -12,9 +12,15 @@ import aiohttp
 from op_testkit import pod_record
 
 from smoothscale.assignor.handover import EMPTY, Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment, PlanStats
+from smoothscale.assignor.models import ClientAssignment, PlanStats, RackUnknown
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.control.events import EventType, publication_event, scrape_events, spec_events
+from smoothscale.operator.control.events import (
+    EventType,
+    publication_event,
+    rack_events,
+    scrape_events,
+    spec_events,
+)
 from smoothscale.operator.control.observed import FailureReason, PodMetrics, ScrapeFailure
 from smoothscale.operator.control.status import (
     Leaving,
@@ -84,6 +90,7 @@ def test_a_converged_app_is_ready_and_stable() -> None:
         "ScalingDown": ("False", "NoPodsLeaving"),
         "Degraded": ("False", "AllPodsReporting"),
         "InvalidSpec": ("False", "SpecValid"),
+        "RackAwarenessDegraded": ("False", "RackDataComplete"),
     }
     assert all(c.observed_generation == 3 for c in status.conditions)
     assert (status.replicas, status.ready_replicas, status.selector) == (2, 2, "smoothscale.io/app=orders")
@@ -288,3 +295,25 @@ def test_the_active_lag_and_the_leaving_pods_for_status() -> None:
         Leaving("orders-0", NOW - timedelta(minutes=10), NOW),
     ]
     assert leaving_pods(pods, None)[0].deadline is None
+
+
+def test_unknown_racks_are_a_condition_and_an_event_naming_them() -> None:
+    """A plan made with pods of unknown zone (or inputs of unknown racks): rack awareness is off for those
+    only, which the status says (RackAwarenessDegraded, naming them) and an Event says when it starts,
+    changes and ends."""
+    unknown = RackUnknown(pods=["orders-1"], tasks=["0_2"])
+    plan = dataclasses.replace(STABLE, rack_unknown=unknown)
+    status = build_status(status_input(plan=plan))
+    assert conditions(status)["RackAwarenessDegraded"] == ("True", "RackDataMissing")
+    message = next(c.message for c in status.conditions if c.type == "RackAwarenessDegraded")
+    assert "orders-1" in message and "0_2" in message
+    assert conditions(build_status(status_input()))["RackAwarenessDegraded"] == ("False", "RackDataComplete")
+    assert conditions(status)["Ready"][0] == "True", "unknown racks do not make the app unready"
+
+    started = rack_events(None, unknown)
+    assert [(e.type, e.reason) for e in started] == [(EventType.WARNING, "RackAwarenessDegraded")]
+    assert "orders-1" in started[0].message and "0_2" in started[0].message
+    assert rack_events(unknown, unknown) == []
+    ended = rack_events(unknown, RackUnknown())
+    assert [(e.type, e.reason) for e in ended] == [(EventType.NORMAL, "RackAwarenessRestored")]
+    assert rack_events(None, RackUnknown()) == []
