@@ -48,7 +48,7 @@ def test_stdin_to_stdout_is_camel_case_json() -> None:
     result = run([], stdin=json.dumps(EXAMPLE))
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"assignment", "target", "stable", "followup", "stats", "explain"}
+    assert set(data) == {"assignment", "target", "stable", "followup", "stats", "explain", "rackUnknown"}
     assert "probeAfterSeconds" in data["followup"] and "crossRackCost" in data["stats"]
 
 
