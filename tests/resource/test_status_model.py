@@ -75,6 +75,7 @@ def test_condition_types_are_the_contracts() -> None:
         "Degraded",
         "InvalidSpec",
         "KafkaUnavailable",
+        "RackAwarenessDegraded",
     ]
     assert [s.value for s in ConditionStatus] == ["True", "False", "Unknown"]
 
