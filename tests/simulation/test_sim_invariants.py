@@ -49,6 +49,7 @@ def _unsafe_publication(
     acked: object,
     alive: object,
     ready: object = None,
+    max_warmups: int | None = None,
 ) -> Publication | None:
     """A hand-over without its first phase: publishes the desired assignment as it is."""
     if dict(published.assignment) == dict(desired):
