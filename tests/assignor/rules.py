@@ -255,9 +255,13 @@ def current_active(snapshot: Snapshot) -> dict[str, str]:
     return owners
 
 
-def active_candidates(snapshot: Snapshot, task: Task) -> list[Client]:
-    """Who may hold the task active now: non-leaving clients, plus its current leaving owner until expiry."""
-    owner = current_active(snapshot).get(task.id)
+def active_candidates(
+    snapshot: Snapshot, task: Task, owners: Mapping[str, str] | None = None
+) -> list[Client]:
+    """Who may hold the task active now: non-leaving clients, plus its current leaving owner until expiry.
+
+    `owners` (`current_active(snapshot)`, passed in when checking every task) keeps the oracle linear."""
+    owner = (owners if owners is not None else current_active(snapshot)).get(task.id)
     return [
         c
         for c in snapshot.clients
@@ -386,7 +390,7 @@ def _check_r3(ctx: _Context) -> list[str]:
         active = ctx.unique(ctx.a_active, task.id)
         if not task.stateful or active is None or active not in ctx.clients:
             continue
-        candidates = active_candidates(ctx.snapshot, task)
+        candidates = active_candidates(ctx.snapshot, task, ctx.owner)
         if not candidates:
             continue  # only possible when every client is leaving: rejected as invalid input upstream
         ranks = {c.id: ctx.rank(c.id, task.id) for c in candidates}
