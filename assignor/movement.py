@@ -202,6 +202,8 @@ def _pending_note(
     traffic = int(cluster.missing_partitions[task, cluster.client_rack[active]])
     if not cluster.rack_known(active):
         notes.append(f"rack unknown for {_name(cluster, active)}: rack awareness off for it")
+    elif cluster.unknown_inputs[task] and not traffic:
+        notes.append("racks of some input partitions unknown: rack awareness off for them")
     else:
         notes.append("input read across racks" if traffic else "same rack as its input")
     return "; " + "; ".join(notes)
