@@ -47,5 +47,5 @@ def test_tasks_whose_input_racks_are_unknown_are_named() -> None:
     clients = [make_client("a", active=["0_0", "0_1"]), make_client("b", rack="zone-b")]
     plan = run_planner(make_snapshot(tasks, clients))
     assert plan.rack_unknown.pods == [] and plan.rack_unknown.tasks == ["0_0"]
-    assert plan.assignment["a"].active == ["0_0"], "on zone-a the input whose rack is known is local"
+    assert "0_0" in plan.assignment["a"].active, "on zone-a the input whose rack is known is local"
     assert "racks of some input partitions unknown" in plan.explain["0_0"], plan.explain["0_0"]
