@@ -64,7 +64,8 @@ class Condition(StatusModel):
     """One aspect of the app's state, in the shape of metav1.Condition so generic tools understand it."""
 
     type: ConditionTypeName = Field(
-        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable or RackAwarenessDegraded."
+        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable or "
+        "RackAwarenessDegraded."
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
     observed_generation: int | None = Field(
@@ -142,7 +143,8 @@ class StreamsAppStatus(StatusModel):
     )
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable, RackAwarenessDegraded.",
+        description="Ready, Stable, Migrating, ScalingDown, Degraded, InvalidSpec, KafkaUnavailable, "
+        "RackAwarenessDegraded.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     assignment: AssignmentStatus | None = Field(None, description="The published assignment.")
