@@ -21,7 +21,11 @@ def test_hand_over_copies_count_against_the_warmup_cap() -> None:
     """Two warmups (the cap) caught up; the plan makes them active on their pods and starts two new ones.
     While p0 has not stopped the two moving tasks, p1 keeps them as warmups: the two new warmups wait."""
     start = next_publication(
-        EMPTY, {"p0": A(active=["0_0", "0_1", "0_2", "0_3"]), "p1": A(warmup=["0_0", "0_1"])}, {}, ALIVE, 2
+        EMPTY,
+        {"p0": A(active=["0_0", "0_1", "0_2", "0_3"]), "p1": A(warmup=["0_0", "0_1"])},
+        {},
+        ALIVE,
+        max_warmups=2,
     )
     assert start is not None and warmups(start.assignment) == 2
     desired = {
@@ -30,12 +34,12 @@ def test_hand_over_copies_count_against_the_warmup_cap() -> None:
         "p2": A(warmup=["0_2", "0_3"]),
     }
     acked = dict.fromkeys(ALIVE, start.generation)
-    revoking = next_publication(start, desired, acked, ALIVE, 2)
+    revoking = next_publication(start, desired, acked, ALIVE, max_warmups=2)
     assert revoking is not None and set(revoking.revoking) == {"0_0", "0_1"}
     assert revoking.assignment["p1"].warmup == ["0_0", "0_1"]
     assert warmups(revoking.assignment) <= 2, revoking.assignment
     # Once p0 has stopped them, they start on p1 and the new warmups take the freed slots.
     acked = dict.fromkeys(ALIVE, revoking.generation)
-    started = next_publication(revoking, desired, acked, ALIVE, 2)
+    started = next_publication(revoking, desired, acked, ALIVE, max_warmups=2)
     assert started is not None and started.assignment["p1"].active == ["0_0", "0_1"]
     assert started.assignment["p2"].warmup == ["0_2", "0_3"] and warmups(started.assignment) == 2
