@@ -91,13 +91,19 @@ class Cluster:
         return np.flatnonzero(~self.leaving).astype(np.int64)
 
 
-def _missing_partitions(snapshot: Snapshot, task_order: list[int], racks: list[str]) -> IntArray:
-    """Count, per task and rack, the input partitions read across racks (KIP-925's traffic cost)."""
+def _missing_partitions(
+    snapshot: Snapshot, task_order: list[int], racks: list[str]
+) -> tuple[IntArray, BoolArray]:
+    """Count, per task and rack, the input partitions read across racks (KIP-925's traffic cost); and per
+    task, whether some input partition's racks are unknown (they count nowhere)."""
     rack_pos = {rack: i for i, rack in enumerate(racks)}
     missing = np.zeros((len(task_order), len(racks)), dtype=np.int64)
+    unknown = np.zeros(len(task_order), dtype=np.bool_)
     cache: dict[tuple[frozenset[str], ...], IntArray] = {}
     for pos, index in enumerate(task_order):
-        partitions = tuple(frozenset(p) for p in snapshot.tasks[index].input_partition_racks if p)
+        listed = snapshot.tasks[index].input_partition_racks
+        partitions = tuple(frozenset(p) for p in listed if p)
+        unknown[pos] = len(partitions) != len(listed)
         if not partitions:
             continue
         row = cache.get(partitions)
@@ -111,7 +117,7 @@ def _missing_partitions(snapshot: Snapshot, task_order: list[int], racks: list[s
                         row[rack_pos[rack]] -= 1
             cache[partitions] = row
         missing[pos] = row
-    return missing
+    return missing, unknown
 
 
 def _flat_lags(reported: list[dict[int, int]]) -> tuple[IntArray, IntArray, IntArray]:
@@ -144,6 +150,7 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
     subtopologies = natural_sorted({t.subtopology for t in tasks})
     sub_pos = {name: i for i, name in enumerate(subtopologies)}
 
+    missing, unknown_inputs = _missing_partitions(snapshot, task_order, racks)
     timeout = config.scale_down_timeout_seconds
     deadline: list[datetime | None] = [
         None if c.leaving_since is None or timeout is None else c.leaving_since + timedelta(seconds=timeout)
@@ -188,6 +195,6 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
         current_warmup=current_warmup,
         reported_lags=reported_lags,
         lag_entries=_flat_lags(reported_lags),
-        missing_partitions=_missing_partitions(snapshot, task_order, racks),
-        unknown_inputs=np.array([any(not p for p in t.input_partition_racks) for t in tasks], dtype=np.bool_),
+        missing_partitions=missing,
+        unknown_inputs=unknown_inputs,
     )
