@@ -121,6 +121,12 @@ def _match(
     demand = [copies.count[i] for i in special] + [len(copies.classes[k]) for k in keys.tolist()]
     if sum(demand) != sum(slots):
         return None
+    if not special and len(keys) == 1:  # one class (a rack's actives, say): it takes every slot
+        excluded = int(keys[0])
+        if excluded in open_members.tolist():
+            return None
+        clients = [c for c, n in zip(members, slots, strict=True) for _ in range(n)]
+        return list(zip(copies.classes[excluded], clients, strict=True))
     sources = len(demand)
     tail_parts, head_parts, capacity_parts = [], [], []
     for s, item in enumerate(special):
