@@ -15,6 +15,7 @@ from smoothscale.client import contract
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.kubelet import FINALIZER, Kubelet
+from smoothscale.sandbox.processruntime import worker_runtime
 from smoothscale.sandbox.records import read_records
 
 APP = "orders"
@@ -36,13 +37,12 @@ def kubelet(cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_pat
         "spec": {"replicas": 0, "metrics": {"port": PORT}},
     }
     custom.create_namespaced_custom_object("smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", app)
+    records = tmp_path / "records.jsonl"
+    runtime = worker_runtime(
+        cluster.kubeconfig, record_file=records, worker_env=FAST, first_address=random_block()
+    )
     with Kubelet(
-        cluster.kubeconfig,
-        tmp_path / "sandbox",
-        record_file=tmp_path / "records.jsonl",
-        worker_env=FAST,
-        first_address=random_block(),
-        restart_backoff_seconds=0.1,
+        cluster.kubeconfig, tmp_path / "sandbox", runtime, record_file=records, restart_backoff_seconds=0.1
     ) as running:
         yield running
 
@@ -160,9 +160,8 @@ def test_pods_seen_together_spread_over_the_zones_and_close_stops_every_worker(
     names = ("orders-0", "orders-1", "orders-2")
     for name in names:  # before the kubelet starts: it binds them all in its first pass
         core.create_namespaced_pod(NAMESPACE, _pod(name))
-    with Kubelet(
-        cluster.kubeconfig, tmp_path / "sandbox", worker_env=FAST, first_address=random_block()
-    ) as kubelet:
+    runtime = worker_runtime(cluster.kubeconfig, worker_env=FAST, first_address=random_block())
+    with Kubelet(cluster.kubeconfig, tmp_path / "sandbox", runtime) as kubelet:
         eventually(lambda: len(kubelet.worker_pids()) == 3, timeout=30)
         nodes = {pod.metadata.name: pod.spec.node_name for pod in core.list_namespaced_pod(NAMESPACE).items}
         assert sorted(nodes.values()) == ["sandbox-zone-a", "sandbox-zone-b", "sandbox-zone-c"]
