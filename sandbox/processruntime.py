@@ -5,8 +5,8 @@ app's settings, its IP and volume) returning the argv and environment. `WorkerCo
 worker (`smoothscale worker`); another builder runs another app (the Java Kafka Streams sample app, say) with
 everything else (addresses, restarts, readiness, graceful stops) unchanged.
 
-Every process gets its own session (a terminal's Ctrl-C reaches the stand-in, which stops them in order) and
-its output goes to `launch.log`.
+Every process gets its own session (a terminal's Ctrl-C reaches the stand-in, which stops them in order;
+signals go to the whole session, so a command may be a wrapper script) and its output goes to `launch.log`.
 """
 
 from __future__ import annotations
@@ -141,8 +141,9 @@ class ProcessContainer:
             return None
 
     def send_signal(self, signum: int) -> None:
+        """To the whole process group (the command's own session): a wrapper script's children too."""
         with contextlib.suppress(ProcessLookupError):
-            self.process.send_signal(signum)
+            os.killpg(self.process.pid, signum)
 
     def ready(self) -> bool:
         if not self._ready:

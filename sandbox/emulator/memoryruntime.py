@@ -146,7 +146,8 @@ class MemoryRuntime:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
 
     def address(self, pod: Body, settings: AppSettings) -> str:
         return HOST  # every pod: its own port, in the annotation

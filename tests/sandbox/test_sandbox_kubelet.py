@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,8 @@ from smoothscale.client import contract
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.kubelet import FINALIZER, Kubelet
-from smoothscale.sandbox.processruntime import worker_runtime
+from smoothscale.sandbox.podruntime import Launch
+from smoothscale.sandbox.processruntime import Command, ProcessRuntime, pod_env, worker_runtime
 from smoothscale.sandbox.records import read_records
 
 APP = "orders"
@@ -201,3 +204,47 @@ def test_a_lost_zone_runs_nothing_until_restored_and_a_frozen_worker_stalls(
     assert not _metrics_answer(ip)
     kubelet.freeze("orders-1", frozen=False)
     eventually(lambda: _metrics_answer(ip), timeout=10)
+
+
+_SERVER = f"""
+import http.server, os
+body = ("{contract.GENERATION_METRIC} 7\\n# " + os.environ["{contract.POD_NAME_ENV}"] + " says "
+        + os.environ["GREETING"] + "\\n").encode()
+class Metrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Metrics).serve_forever()
+"""
+
+
+def _metrics_server(launch: Launch) -> Command:
+    """Another app than the sample worker: what a pod runs is the command builder's choice alone."""
+    port = str(launch.settings.metrics_port)
+    return Command(
+        [sys.executable, "-c", _SERVER], {**os.environ, **pod_env(launch), "HOST": launch.ip, "PORT": port}
+    )
+
+
+def test_any_command_can_run_as_the_pods_process(
+    cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_path: Path
+) -> None:
+    """A `CommandBuilder` decides the argv and environment (here a tiny metrics server, given the pod's own
+    environment); the stand-in does the rest as for the worker: the pod's IP and port, Ready once the process
+    reports a generation, and a deletion that stops the process before the pod goes."""
+    runtime = ProcessRuntime(_metrics_server, first_address=random_block())
+    with Kubelet(cluster.kubeconfig, tmp_path / "sandbox", runtime) as kubelet:
+        pod = _pod("orders-0")
+        pod["spec"]["containers"][0]["env"] = [{"name": "GREETING", "value": "hello"}]
+        core.create_namespaced_pod(NAMESPACE, pod)
+        ip = eventually(lambda: _ready(core, "orders-0"), timeout=30).status.pod_ip
+        url = f"http://{ip}:{contract.DEFAULT_METRICS_PORT}/metrics"  # no StreamsApp: the default port
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert "# orders-0 says hello" in response.read().decode()
+        pid = kubelet.worker_pids()[f"{NAMESPACE}/orders-0"]
+        core.delete_namespaced_pod("orders-0", NAMESPACE)
+        eventually(lambda: not core.list_namespaced_pod(NAMESPACE).items, timeout=30)
+        assert not _alive(pid)
