@@ -574,7 +574,7 @@ class Kubelet:
         return True
 
     def _collect_claims(self) -> None:
-        """Delete the directory of every claim that no longer exists and no worker uses."""
+        """Delete the directory of every claim that no longer exists and no running pod uses."""
         if not self._claims.synced:
             return
         existing = {
