@@ -42,6 +42,7 @@ class _Chooser:
         self.cluster = cluster
         self.target = target
         self.acceptable = cluster.config.acceptable_recovery_lag
+        self.num_standbys = cluster.config.num_standbys
         self.names = cluster.client_ids
         self.stateful: list[bool] = cluster.stateful.tolist()
         self.leaving: list[bool] = cluster.leaving.tolist()
@@ -76,9 +77,10 @@ class _Chooser:
         goal, owner = self.goal[task], self.owner[task]
         if not self.stateful[task]:
             return goal, self._moved("stateless", owner, goal)
-        if self.rank(task, goal) == 0:
-            return goal, self._moved(self._caught_up(task, goal), owner, goal)
         reported = self.cluster.reported_lags[task]
+        goal_lag = reported.get(goal, self.changelog[task])
+        if goal_lag <= self.acceptable:
+            return goal, self._moved(f"caught up (lag {goal_lag})", owner, goal)
         owner_may_keep = owner != NO_CLIENT and not (self.leaving[owner] and self.expired[owner])
         staying_caught_up = [
             c for c, lag in reported.items() if lag <= self.acceptable and not self.leaving[c]
@@ -108,36 +110,43 @@ class _Chooser:
 
     def choose_standbys(self, task: int, active: int) -> list[int]:
         """Rule 4: the most caught-up staying clients, preferring the target's clients, then other racks."""
-        cluster = self.cluster
         staying_others = len(self.non_leaving) - (0 if self.leaving[active] else 1)
-        wanted = min(cluster.config.num_standbys, staying_others)
+        wanted = min(self.num_standbys, staying_others)
         if wanted <= 0:
             return []
+        reported, behind, acceptable = self.cluster.reported_lags[task], self.changelog[task], self.acceptable
         targets = self.target.standby[task]
-        if len(targets) == wanted and active not in targets and all(self.rank(task, c) == 0 for c in targets):
+        if (
+            len(targets) == wanted
+            and active not in targets
+            and all(reported.get(c, behind) <= acceptable for c in targets)
+        ):
             return list(targets)
         in_target = {self.goal[task], *targets}
-        current = cluster.current_standby[task]
-        pool = {c for c in cluster.reported_lags[task] if not self.leaving[c]}
+        current = self.cluster.current_standby[task]
+        leaving = self.leaving
+        pool = {c for c in reported if not leaving[c]}
         pool.update(in_target)
-        pool.update(c for c in current if not self.leaving[c])
+        pool.update(c for c in current if not leaving[c])
         pool.discard(active)
         chosen: list[int] = []
         # A pod of unknown zone is never certainly another rack: it ranks as if its rack were used.
         used_racks = {self.rack[active], *self.unknown_racks}
+
+        def preference(client: int) -> tuple[int, bool, bool, bool, int]:
+            lag = reported.get(client, behind)
+            return (
+                0 if lag <= acceptable else lag,
+                client not in in_target,
+                self.rack[client] in used_racks,
+                client not in current,
+                client,
+            )
+
         while len(chosen) < wanted:
             if not pool:
                 pool = {c for c in self.non_leaving if c != active and c not in chosen}
-            pick = min(
-                pool,
-                key=lambda c: (
-                    self.rank(task, c),
-                    c not in in_target,
-                    self.rack[c] in used_racks,
-                    c not in current,
-                    c,
-                ),
-            )
+            pick = min(pool, key=preference)
             pool.discard(pick)
             chosen.append(pick)
             used_racks.add(self.rack[pick])

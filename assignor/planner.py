@@ -85,14 +85,14 @@ def _is_stable(target: Target, assignment: Assignment) -> bool:
 
 def _per_client(cluster: Cluster, per_task: list[list[int]]) -> list[list[str]]:
     result: list[list[str]] = [[] for _ in range(cluster.n_clients)]
-    for task, clients in enumerate(per_task):
+    for task_id, clients in zip(cluster.task_ids, per_task, strict=True):
         for client in clients:
-            result[client].append(cluster.task_ids[task])
+            result[client].append(task_id)
     return result
 
 
 def _actives(cluster: Cluster, active: IntArray) -> list[list[str]]:
-    return _per_client(cluster, [[int(c)] for c in active])
+    return _per_client(cluster, [[c] for c in active.tolist()])
 
 
 def _cross_rack_cost(cluster: Cluster, active: IntArray) -> int:

@@ -132,12 +132,14 @@ class _Costs:
         item_of = np.full(cluster.n_tasks, -1, dtype=np.int64)
         item_of[tasks] = np.arange(len(tasks))
         keep = item_of[task] >= 0
-        item, client, warmth = item_of[task[keep]], client[keep], warmth[keep]
-        order = np.lexsort((warmth, client, item))
-        item, client, warmth = item[order], client[order], warmth[order]
-        first = np.ones(len(item), dtype=np.bool_)
-        first[1:] = (item[1:] != item[:-1]) | (client[1:] != client[:-1])
-        return item[first], client[first], warmth[first]
+        # Sorted by (item, client, warmth) as one packed key (a warmth is at most COLD), the warmest first.
+        pair = item_of[task[keep]] * cluster.n_clients + client[keep]
+        packed = np.sort(pair * (COLD + 1) + warmth[keep])
+        pair, warmth = np.divmod(packed, COLD + 1)
+        first = np.ones(len(pair), dtype=np.bool_)
+        first[1:] = pair[1:] != pair[:-1]
+        item, client = np.divmod(pair[first], cluster.n_clients)
+        return item, client, warmth[first]
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,5 +463,5 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
         if copies:
             clients: list[int] = ctx.clients.tolist()
             for task, chosen in zip(stateful.tolist(), results[0], strict=True):
-                standby[task] = sorted(clients[p] for p in chosen)
+                standby[task] = sorted(map(clients.__getitem__, chosen))
     return Target(active, standby)
