@@ -151,14 +151,15 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
     current_standby: list[list[int]] = [[] for _ in tasks]
     current_warmup: list[list[int]] = [[] for _ in tasks]
     reported_lags: list[dict[int, int]] = [{} for _ in tasks]
+    position = task_pos.__getitem__
     for c, client in enumerate(clients):
-        current_active[[task_pos[task_id] for task_id in client.active]] = c
-        for task_id in client.standby:
-            current_standby[task_pos[task_id]].append(c)
-        for task_id in client.warmup:
-            current_warmup[task_pos[task_id]].append(c)
-        for task_id, lag in client.lags.items():
-            reported_lags[task_pos[task_id]][c] = lag
+        current_active[list(map(position, client.active))] = c
+        for task in map(position, client.standby):
+            current_standby[task].append(c)
+        for task in map(position, client.warmup):
+            current_warmup[task].append(c)
+        for task, lag in zip(map(position, client.lags), client.lags.values(), strict=True):
+            reported_lags[task][c] = lag
 
     return Cluster(
         config=config,
