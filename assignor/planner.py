@@ -117,8 +117,8 @@ def _followup(cluster: Cluster, assignment: Assignment) -> Followup:
     if assignment.waiting:
         reasons.append(f"{assignment.waiting} move(s) waiting for a warmup slot")
     delay = cluster.config.probing_interval_seconds
-    holding_leaving = {int(c) for c in assignment.active if cluster.leaving[int(c)]}
-    deadlines = [cluster.deadline[c] for c in sorted(holding_leaving) if cluster.deadline[c] is not None]
+    holding_leaving: list[int] = np.unique(assignment.active[cluster.leaving[assignment.active]]).tolist()
+    deadlines = [cluster.deadline[c] for c in holding_leaving if cluster.deadline[c] is not None]
     if holding_leaving:
         reasons.append(f"{len(holding_leaving)} leaving pod(s) still hold actives")
     if deadlines:

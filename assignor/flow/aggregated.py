@@ -185,11 +185,13 @@ def solve_aggregated(
     arcs, groups, clients = fan_out
     np.add.at(exits, (groups, clients), flows[arcs])
     used = np.where(entry_dense, 0, flows[entry_arcs])
+    carrying = np.flatnonzero(used > 0)  # the entries a copy went through, in entry order
+    carrying_group, carrying_rack = entry_groups[carrying], problem.entry_rack[carrying]
     failed = set()
     for group in range(lay.n_groups):
         for rack, rack_members in enumerate(lay.members):
-            in_rack = (used > 0) & (entry_groups == group) & (problem.entry_rack == rack)
-            if not np.any(in_rack):
+            in_rack = carrying[(carrying_group == group) & (carrying_rack == rack)]
+            if len(in_rack) == 0:
                 continue
             entries = RackEntries(
                 rack_members,
