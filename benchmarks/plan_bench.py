@@ -11,7 +11,7 @@ instances: the reference commit's `assignor/` is extracted under `.cache/plan-ba
 in its own worker process (PYTHONPATH puts it ahead of the checkout's), the current planner in another; both
 plan each scale's snapshot in alternating order, round after round, and report the median CPU time, so that
 machine load hits both sides alike. Per scale the last line gives the before and after CPU seconds and
-their ratio (below 1: faster now).
+their ratio (below 1: faster now). `--baseline HEAD` (the same planner on both sides) shows the noise.
 
     python benchmarks/plan_bench.py                       # everything
     python benchmarks/plan_bench.py --quick               # smaller repeat counts
@@ -298,7 +298,7 @@ def main() -> None:
         serve_plans(args.worker)
         return
     if args.baseline:
-        rounds = args.rounds or (3 if args.quick else 9)
+        rounds = args.rounds if args.rounds is not None else (3 if args.quick else 9)
         if rounds < 1:
             parser.error("--rounds: expected at least 1")
         print(json.dumps(compare(args.baseline, rounds)))
