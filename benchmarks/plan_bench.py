@@ -26,6 +26,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -182,7 +183,12 @@ def baseline_tree(ref: str) -> tuple[str, Path]:
         staging = Path(tempfile.mkdtemp(dir=root.parent))
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(staging, filter="data")
-        staging.rename(root)
+        try:
+            staging.rename(root)
+        except OSError:  # another run extracted the same commit meanwhile: use its tree
+            shutil.rmtree(staging)
+            if not root.is_dir():
+                raise
     return sha, root
 
 
