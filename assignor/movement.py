@@ -15,6 +15,7 @@ its lag, so one stand-in speaks for all of them): the cost per task does not gro
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -125,9 +126,8 @@ class _Chooser:
         in_target = {self.goal[task], *targets}
         current = self.cluster.current_standby[task]
         leaving = self.leaving
-        pool = {c for c in reported if not leaving[c]}
+        pool = {c for c in chain(reported, current) if not leaving[c]}
         pool.update(in_target)
-        pool.update(c for c in current if not leaving[c])
         pool.discard(active)
         chosen: list[int] = []
         # A pod of unknown zone is never certainly another rack: it ranks as if its rack were used.

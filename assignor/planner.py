@@ -110,7 +110,7 @@ def _active_imbalance(cluster: Cluster, active: IntArray) -> float:
 
 
 def _followup(cluster: Cluster, assignment: Assignment) -> Followup:
-    warmups = sum(len(w) for w in assignment.warmup)
+    warmups = sum(map(len, assignment.warmup))
     reasons = []
     if warmups:
         reasons.append(f"{warmups} warmup(s) restoring")
@@ -158,7 +158,7 @@ def _render(cluster: Cluster, target: Target, assignment: Assignment) -> Plan:
             cross_rack_cost=_cross_rack_cost(cluster, assignment.active),
             active_imbalance=_active_imbalance(cluster, assignment.active),
             moved_actives=moved,
-            warmups=sum(len(w) for w in assignment.warmup),
+            warmups=sum(map(len, assignment.warmup)),
             target_cross_rack_cost=_cross_rack_cost(cluster, target.active),
             target_active_imbalance=_active_imbalance(cluster, target.active),
         ),
