@@ -8,6 +8,13 @@ written by the operator's own Journal. Prints progress; the last line is one JSO
 
     python benchmarks/pipeline_bench.py               # about 1 GB
     python benchmarks/pipeline_bench.py --mb 100      # a quick run
+    python benchmarks/pipeline_bench.py --mb 200 --baseline 8eb38fe^   # same-run A/B against that commit
+
+With `--baseline <git-ref>` the input is generated once (by the current code), then analysed by the
+reference commit's pipeline (its `pipeline/` extracted under `.cache/pipeline-baseline/<sha>/` and put first
+on a worker's PYTHONPATH) and by the current one, each in its own worker process and Spark session, in
+alternating order round after round (`--rounds`); the last line gives each side's median seconds and MB/s
+and the after/before throughput ratio (above 1: faster now). `--baseline HEAD` shows the noise.
 """
 
 from __future__ import annotations
@@ -17,11 +24,17 @@ import gzip
 import json
 import os
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from baseline_tree import baseline_tree, check_origin, worker_environment
 
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.journal import Journal
@@ -90,10 +103,138 @@ def write_journal(path: Path, target_bytes: int) -> None:
     journal.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=1000.0, help="input size in MB (default: 1000)")
-    args = parser.parse_args()
+@dataclass(frozen=True)
+class AnalyzeFiles:
+    logs: list[str]
+    journal: str
+
+
+def generate(folder: Path, mb: float) -> tuple[AnalyzeFiles, int]:
+    """The node logs and the journal, about `mb` MB in all, written into `folder`; and their raw size."""
+    target = int(mb * 1e6)
+    logs, log_bytes = write_logs(folder, int(target * (1 - JOURNAL_SHARE)))
+    journal = folder / "journal.jsonl"
+    write_journal(journal, int(target * JOURNAL_SHARE))
+    return AnalyzeFiles(logs=[str(p) for p in logs], journal=str(journal)), log_bytes + journal.stat().st_size
+
+
+def serve_runs(folder: str) -> None:
+    """Worker: one Spark session; per line read (a run's name), `analyze` the generated input in `folder`
+    once and answer with its wall seconds, the lines analysed and the diagnoses found (one JSON line)."""
+    # The executors of local mode live in the driver's JVM: give it room to cache the scan.
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-memory 4g pyspark-shell")
+    from smoothscale.pipeline import analyze as analyze_module  # noqa: PLC0415 - after the JVM options
+    from smoothscale.pipeline.session import build_session  # noqa: PLC0415
+
+    files = AnalyzeFiles(**json.loads((Path(folder) / "files.json").read_text()))
+    spark = build_session("local[2]", "smoothscale-pipeline-bench")
+    try:
+        print(json.dumps({"analyze": analyze_module.__file__}), flush=True)
+        for line in sys.stdin:
+            out = Path(folder) / f"out-{line.strip()}"
+            inputs = analyze_module.AnalyzeInputs(journals=[files.journal], logs=files.logs, out=out)
+            started = time.perf_counter()
+            result = analyze_module.analyze(spark, inputs)
+            seconds = time.perf_counter() - started
+            run = {
+                "seconds": seconds,
+                "lines": sum(f["lines"] for f in result.inputs),
+                "diagnoses": result.tables["diagnoses"].count(),
+            }
+            spark.catalog.clearCache()
+            shutil.rmtree(out, ignore_errors=True)
+            print(json.dumps(run), flush=True)
+    finally:
+        spark.stop()
+
+
+class Worker:
+    """A worker process (its own Spark session) analysing the generated input on request, with the pipeline
+    its PYTHONPATH selects: the checkout's, or a reference commit's (`source`)."""
+
+    def __init__(self, name: str, folder: Path, source: Path | None) -> None:
+        self.name = name
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=worker_environment(source),
+        )
+        wrong = check_origin(json.loads(self._line())["analyze"], source, "pipeline")
+        if wrong:
+            self.close()
+            sys.exit(wrong)
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            sys.exit(f"the {self.name} worker ended early (exit code {self.process.wait()})")
+        return line
+
+    def run(self, turn: int) -> dict[str, float]:
+        """One `analyze` of the input: wall seconds, lines and diagnoses."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{self.name}-{turn}\n")
+        self.process.stdin.flush()
+        result: dict[str, float] = json.loads(self._line())
+        return result
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def compare(ref: str, mb: float, rounds: int) -> dict[str, Any]:
+    """The same generated input analysed by the pipeline at `ref` (before) and the checkout's (after), each
+    in its own worker and Spark session, `rounds` times each in alternating order (before first, then after
+    first), so that machine load hits both sides alike; median wall seconds, MB/s and their ratio."""
+    sha, baseline = baseline_tree(ref, "pipeline", "analyze.py")
+    folder = Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
+    try:
+        started = time.perf_counter()
+        files, raw = generate(folder, mb)
+        (folder / "files.json").write_text(json.dumps(asdict(files)))
+        print(f"generated {raw / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s", flush=True)
+        runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+        before = Worker("before", folder, baseline)
+        try:
+            after = Worker("after", folder, None)
+            try:
+                for turn in range(rounds):
+                    pair = [("before", before), ("after", after)]
+                    for side, worker in pair if turn % 2 == 0 else pair[::-1]:
+                        run = worker.run(turn)
+                        runs[side].append(run)
+                        print(f"round {turn + 1}: {side} {run['seconds']:.1f} s", flush=True)
+            finally:
+                after.close()
+        finally:
+            before.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    figures: dict[str, Any] = {"baseline_commit": sha, "rounds": rounds, "input_mb": round(raw / 1e6, 1)}
+    throughput = {}
+    for side, side_runs in runs.items():
+        seconds = statistics.median(run["seconds"] for run in side_runs)
+        throughput[side] = raw / 1e6 / seconds
+        figures[f"{side}_analyze_s"] = round(seconds, 1)
+        figures[f"{side}_analyze_s_each"] = [round(run["seconds"], 1) for run in side_runs]
+        figures[f"{side}_throughput_mb_per_s"] = round(throughput[side], 2)
+        figures[f"{side}_lines"] = side_runs[0]["lines"]
+        figures[f"{side}_diagnoses"] = side_runs[0]["diagnoses"]
+    figures["after_over_before_throughput_ratio"] = round(throughput["after"] / throughput["before"], 3)
+    return figures
+
+
+def measure(mb: float) -> dict[str, Any]:
+    """The default run: generate, then `analyze` once in this process."""
     # The executors of local mode live in the driver's JVM: give it room to cache the scan.
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-memory 4g pyspark-shell")
     from smoothscale.pipeline.analyze import AnalyzeInputs, analyze  # noqa: PLC0415 - after the JVM options
@@ -102,14 +243,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     try:
         started = time.perf_counter()
-        target = int(args.mb * 1e6)
-        logs, log_bytes = write_logs(folder, int(target * (1 - JOURNAL_SHARE)))
-        journal = folder / "journal.jsonl"
-        write_journal(journal, int(target * JOURNAL_SHARE))
-        raw = log_bytes + journal.stat().st_size
+        files, raw = generate(folder, mb)
         generated = time.perf_counter() - started
         spark = build_session("local[2]", "smoothscale-pipeline-bench")
-        inputs = AnalyzeInputs(journals=[str(journal)], logs=[str(p) for p in logs], out=folder / "out")
+        inputs = AnalyzeInputs(journals=[files.journal], logs=files.logs, out=folder / "out")
         started = time.perf_counter()
         result = analyze(spark, inputs)
         seconds = time.perf_counter() - started
@@ -119,7 +256,7 @@ def main() -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print(f"generated in {generated:.1f} s; analyzed {lines:,} lines, {diagnosed:,} diagnoses")
-    figures = {
+    return {
         "input_mb": round(raw / 1e6, 1),
         "lines": lines,
         "analyze_s": round(seconds, 1),
@@ -127,7 +264,29 @@ def main() -> None:
         "generate_s": round(generated, 1),
         "diagnoses": diagnosed,
     }
-    print(json.dumps(figures, sort_keys=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mb", type=float, default=1000.0, help="input size in MB (default: 1000)")
+    parser.add_argument(
+        "--baseline", metavar="GIT_REF", help="compare against the pipeline at this commit (same-run A/B)"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="A/B rounds with --baseline (default 3)")
+    parser.add_argument("--worker", metavar="FOLDER", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.mb <= 0:
+        parser.error("--mb: expected a positive size")
+    if args.worker:
+        serve_runs(args.worker)
+    elif args.baseline:
+        if args.rounds < 1:
+            parser.error("--rounds: expected at least 1")
+        print(json.dumps(compare(args.baseline, args.mb, args.rounds), sort_keys=True))
+    else:
+        print(json.dumps(measure(args.mb), sort_keys=True))
 
 
 if __name__ == "__main__":

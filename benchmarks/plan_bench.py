@@ -21,21 +21,19 @@ their ratio (below 1: faster now). `--baseline HEAD` (the same planner on both s
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from baseline_tree import baseline_tree, check_origin, worker_environment
 from ortools.sat.python import cp_model
 
 from smoothscale.assignor.models import RackStrategy, Snapshot
@@ -153,45 +151,6 @@ def against_none() -> dict[str, float]:
     }
 
 
-REPOSITORY = Path(__file__).resolve().parent.parent
-
-
-def baseline_tree(ref: str) -> tuple[str, Path]:
-    """The commit `ref` names and a folder whose `smoothscale/assignor` is that commit's `assignor/`.
-
-    Extracted once per commit under `.cache/plan-baseline/` (ignored by git); an existing tree is reused.
-    """
-    found = subprocess.run(
-        ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-        check=False,
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-    )
-    if found.returncode != 0:
-        sys.exit(f"--baseline {ref}: not a commit of the repository at {REPOSITORY}")
-    sha = found.stdout.strip()
-    root = REPOSITORY / ".cache" / "plan-baseline" / sha
-    if not (root / "smoothscale" / "assignor" / "planner.py").is_file():
-        archive = subprocess.run(
-            ["git", "archive", "--format=tar", "--prefix=smoothscale/", sha, "assignor"],
-            cwd=REPOSITORY,
-            capture_output=True,
-            check=True,
-        ).stdout
-        root.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=root.parent))
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(staging, filter="data")
-        try:
-            staging.rename(root)
-        except OSError:  # another run extracted the same commit meanwhile: use its tree
-            shutil.rmtree(staging)
-            if not root.is_dir():
-                raise
-    return sha, root
-
-
 def serve_plans(snapshot_path: str) -> None:
     """Worker: load the snapshot, then per line read (a count) plan it that many times, answering with the
     CPU seconds per plan."""
@@ -209,9 +168,7 @@ class Worker:
     """A worker process planning one snapshot on request, with the planner its PYTHONPATH selects."""
 
     def __init__(self, snapshot_path: str, source: Path | None) -> None:
-        env = dict(os.environ)
-        if source is not None:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
+        env = worker_environment(source)
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--worker", snapshot_path],
             stdin=subprocess.PIPE,
@@ -219,11 +176,10 @@ class Worker:
             text=True,
             env=env,
         )
-        planner = Path(json.loads(self._line())["planner"]).resolve()
-        expected = ((source / "smoothscale") if source else REPOSITORY).resolve() / "assignor"
-        if not planner.is_relative_to(expected):
+        wrong = check_origin(json.loads(self._line())["planner"], source, "assignor")
+        if wrong:
             self.close()
-            sys.exit(f"the worker imported the planner from {planner}, expected one under {expected}")
+            sys.exit(wrong)
 
     def _line(self) -> str:
         assert self.process.stdout is not None
@@ -272,7 +228,7 @@ def compare_scale(
 
 
 def compare(ref: str, rounds: int) -> dict[str, Any]:
-    sha, baseline = baseline_tree(ref)
+    sha, baseline = baseline_tree(ref, "assignor", "planner.py")
     figures: dict[str, Any] = {"baseline_commit": sha, "rounds": rounds}
     for name, tasks, clients, budget in SCALES:
         # Small scales plan several times a turn, so that a turn lasts about half a second.

@@ -1,0 +1,72 @@
+"""A reference commit's copy of one of the package's folders, for the benchmarks' same-run A/B mode
+(`--baseline <git-ref>`): a worker process whose PYTHONPATH starts with the returned folder imports that
+commit's `smoothscale.<package>` instead of the checkout's, while the rest comes from the checkout."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def baseline_tree(ref: str, package: str, sentinel: str) -> tuple[str, Path]:
+    """The commit `ref` names and a folder whose `smoothscale/<package>` is that commit's `<package>/`.
+
+    Extracted once per commit under `.cache/<package>-baseline/` (ignored by git); an existing tree (one
+    holding `sentinel`, a file of the package) is reused. Exits with a clear message if `ref` names no
+    commit.
+    """
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        check=False,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0:
+        sys.exit(f"--baseline {ref}: not a commit of the repository at {REPOSITORY}")
+    sha = found.stdout.strip()
+    root = REPOSITORY / ".cache" / f"{package}-baseline" / sha
+    if not (root / "smoothscale" / package / sentinel).is_file():
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", "--prefix=smoothscale/", sha, package],
+            cwd=REPOSITORY,
+            capture_output=True,
+            check=True,
+        ).stdout
+        root.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=root.parent))
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(staging, filter="data")
+        try:
+            staging.rename(root)
+        except OSError:  # another run extracted the same commit meanwhile: use its tree
+            shutil.rmtree(staging)
+            if not root.is_dir():
+                raise
+    return sha, root
+
+
+def worker_environment(source: Path | None) -> dict[str, str]:
+    """This process's environment, with `source` (a `baseline_tree` folder) first on PYTHONPATH if given."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
+    return env
+
+
+def check_origin(module_file: str, source: Path | None, package: str) -> str | None:
+    """Why a worker's imported module (its `__file__`) is not the expected side's, or None if it is: under
+    `source`'s copy of `package` for the baseline, under the checkout's `package/` otherwise."""
+    expected = ((source / "smoothscale") if source else REPOSITORY).resolve() / package
+    found = Path(module_file).resolve()
+    if found.is_relative_to(expected):
+        return None
+    return f"the worker imported {found}, expected one under {expected}"
