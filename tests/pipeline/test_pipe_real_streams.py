@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 
 from smoothscale.pipeline.analyze import AnalyzeInputs, AnalyzeResult, analyze
 from smoothscale.pipeline.diagnoses import Thresholds
+from smoothscale.pipeline.log_lines import UUID
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka.topics import QUIET
 from smoothscale.sandbox.kafka_streams import SampleApp, create_topics
@@ -50,7 +51,7 @@ EVERY_INSTANCE = {
     "STREAMS_ACCEPTABLE_RECOVERY_LAG": "10",
     "STREAMS_MAX_POLL_INTERVAL_MS": "30000",
 }
-CLIENT = re.compile(r"stream-client \[(\S+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\]")
+CLIENT = re.compile(r"stream-client \[(\S+-" + UUID + r")\]")
 
 
 def now() -> datetime:
@@ -88,10 +89,10 @@ class Run:
         self.steps[step] = (at, at)
 
 
-def produce(bootstrap: str, topic: str, key: str, count: int, first: int = 0) -> None:
+def produce(bootstrap: str, topic: str, key: str, count: int) -> None:
     """`count` orders with `key` into every partition (`order-<n>` when `key` is empty)."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
-    for index in range(first, first + count):
+    for index in range(count):
         for partition in range(PARTITIONS):
             value = f"customer-{index % 7}:{index % 5 + 1}"
             producer.produce(topic, key=(key or f"order-{index}").encode(), value=value, partition=partition)
@@ -118,14 +119,10 @@ def wait_owns_input(app: SampleApp, topic: str, client: str, timeout: float) -> 
 
 def client_of(log: Path) -> str:
     """The Kafka Streams client id (`<app>-<process uuid>`) an instance's log names."""
-    match = CLIENT.search(wait_text(log, "stream-client [", 60))
+    wait_for(log, "stream-client [", 60)
+    match = CLIENT.search(log.read_text(errors="replace"))
     assert match, f"no stream-client line in {log}"
     return match.group(1)
-
-
-def wait_text(path: Path, text: str, timeout: float) -> str:
-    wait_for(path, text, timeout)
-    return path.read_text(errors="replace")
 
 
 @pytest.fixture(scope="module")
