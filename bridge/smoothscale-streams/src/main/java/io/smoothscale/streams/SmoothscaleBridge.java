@@ -19,7 +19,6 @@ import org.apache.kafka.streams.KafkaClientSupplier;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
-import org.rocksdb.RocksDB;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -77,6 +76,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final AssignorMetrics assignorMetrics = new AssignorMetrics(registry);
     private KubernetesClient kubernetes;
     private PublicationWatch watch;
+    private boolean closed;
     private PublicationFollower follower;
     private HTTPServer server;
 
@@ -175,10 +175,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     /** Watch the assignment ConfigMap, follow it, and serve the metrics; call before {@code streams.start()}. */
     public synchronized void start(KafkaStreams streams, Topology topology) {
-        // RocksDB's native library loads on the first store a JVM opens, which took about 1 s here: in the
-        // stream thread, as it creates the pod's first warmup, while the whole group's follow-up rebalance
-        // (and so every task moving elsewhere) waits for that thread to rejoin. Load it before joining.
-        RocksDB.loadLibrary();
+        daemon("smoothscale-rocksdb-warmup", RocksDbWarmup::run);
         TaskStates taskStates = new TaskStates(topology.describe());
         follower = new PublicationFollower(pod, publications, trigger, () -> PublicationFollower.of(streams),
             taskStates.statefulSubtopologies(), RETRY_MILLIS, MAX_REQUESTS);
@@ -203,11 +200,39 @@ public final class SmoothscaleBridge implements AutoCloseable {
         } catch (IOException error) {
             throw new UncheckedIOException("cannot serve metrics on " + metricsHost + ":" + metricsPort, error);
         }
-        kubernetes = new KubernetesClientBuilder().withConfig(kubernetesConfig()).build();
-        watch = new PublicationWatch(kubernetes, namespace, configMapName, publications);
+        // Reading the kubeconfig and building the Kubernetes client took 5-6 s of class loading in a new JVM
+        // on a busy machine: the Kafka Streams client joins its group meanwhile (a leader without a
+        // publication falls back to Kafka's assignment; the pod reports a generation once it follows one).
+        daemon("smoothscale-watch-start", this::watchAssignment);
         follower.start();
         LOG.info("smoothscale bridge for pod {} follows ConfigMap {}/{}; metrics on {}:{}", pod, namespace,
             configMapName, metricsHost, server.getPort());
+    }
+
+    private static void daemon(String name, Runnable task) {
+        Thread thread = new Thread(task, name);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void watchAssignment() {
+        try {
+            KubernetesClient client = new KubernetesClientBuilder().withConfig(kubernetesConfig()).build();
+            PublicationWatch started = new PublicationWatch(client, namespace, configMapName, publications);
+            synchronized (this) {
+                if (closed) {
+                    started.close();
+                    client.close();
+                    return;
+                }
+                kubernetes = client;
+                watch = started;
+            }
+        } catch (RuntimeException error) {
+            LOG.error("Cannot watch ConfigMap {}: every rebalance falls back to Kafka's own assignment",
+                configMapName(), error);
+            publications.reject("cannot watch " + configMapName() + ": " + error);
+        }
     }
 
     /**
@@ -262,6 +287,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     @Override
     public synchronized void close() {
+        closed = true;
         if (follower != null) {
             follower.close();
         }
