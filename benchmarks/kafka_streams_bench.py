@@ -6,7 +6,7 @@ core (`smoothscale.operator.control`: when to plan, the planner's input, what to
 with the instances' metrics, as the operator scrapes them. The operator itself does not start Java pods in
 the sandbox yet.
 
-Both runs use the same app, topics of the same size and the same amount of state (by default 40,000
+Both runs use the same app, topics of the same size and the same amount of state (by default 100,000
 changelog records per task and store: restoring all of it takes tens of seconds here). Per run it reports
 the time from starting the new instances to a balanced assignment in Kafka's own view of the group (every
 instance within one active task of every other; for (b) also the plan final, published and run by every
@@ -15,7 +15,7 @@ meanwhile), and every moved task's pause: from "Suspended from RUNNING" on its o
 ready to run" on its new one, both from the instances' own logs (millisecond stamps), with the longest one
 broken down by phase (`pause_breakdown`). The last line is one JSON object.
 
-    python benchmarks/kafka_streams_bench.py [--partitions 6] [--orders 240000] [--scrape-interval 1]
+    python benchmarks/kafka_streams_bench.py [--partitions 6] [--orders 600000] [--scrape-interval 1]
 
 Kafka's assignor moves a task to a new instance at once when the instance is within
 acceptable.recovery.lag (10,000 records) of it, and otherwise warms it up first (two at a time) and moves
@@ -67,12 +67,16 @@ PROBING = re.compile(r"Triggering the followup rebalance scheduled for (?!1970)"
 def produce(bootstrap: str, topic: str, orders: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 0})
     for index in range(orders):
-        producer.produce(
-            topic, key=f"order-{index}".encode(), value=f"customer-{index}:{index % 7 + 1}".encode()
-        )
+        key, value = f"order-{index}".encode(), f"customer-{index}:{index % 7 + 1}".encode()
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value)
+                break
+            except BufferError:  # the local queue is full while a loaded broker catches up
+                producer.poll(0.5)
         if index % 10_000 == 0:
             producer.poll(0)
-    if producer.flush(60) != 0:
+    if producer.flush(120) != 0:
         raise RuntimeError("orders were not all acknowledged")
 
 
@@ -343,7 +347,7 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=6, help="input partitions (tasks per subtopology)")
-    parser.add_argument("--orders", type=int, default=240_000, help="orders, each a new key in both stores")
+    parser.add_argument("--orders", type=int, default=600_000, help="orders, each a new key in both stores")
     parser.add_argument(
         "--scrape-interval", type=float, default=1.0, help="the operator's --scrape-interval (seconds)"
     )
