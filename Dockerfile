@@ -23,7 +23,7 @@ COPY cli cli
 COPY client client
 COPY sandbox sandbox
 COPY simulation simulation
-# The API emulator and the process-less kubelet (smoothscale.sandbox.emulator) are test infrastructure: they
+# The API emulator and the in-memory pod runtime (smoothscale.sandbox.emulator) are test infrastructure: they
 # need the `sandbox` extra, which the image does not install, and are removed from the environment.
 RUN python -m venv /opt/smoothscale \
     && /opt/smoothscale/bin/pip install --no-cache-dir ".[operator]" \

@@ -1,7 +1,8 @@
 """Operator benchmark (issue "Operator core"): how fast it reacts, and what a steady fleet costs.
 
-Against the API emulator, with pods faked in memory (`FakeKubelet`) and the operator as a real process
-(`smoothscale operator`), so that its CPU time and RSS are its own (read from /proc: Linux only):
+Against the API emulator, with pods faked in memory (the kubelet stand-in with `MemoryRuntime`) and the
+operator as a real process (`smoothscale operator`), so that its CPU time and RSS are its own (read from
+/proc: Linux only):
 
 1. scale-up reaction: from a `replicas` change to the new pod existing and a published generation naming it
    (median of several scale-ups of one app; budget 2 s);
@@ -42,7 +43,7 @@ from smoothscale.assignor.handover import Publication, decode_publication
 from smoothscale.assignor.models import ClientAssignment
 from smoothscale.client import contract
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime, memory_kubelet
 
 SCRAPE_INTERVAL = 1.0
 STEADY_SCRAPE_INTERVAL = 5.0
@@ -74,7 +75,7 @@ def streamsapp(name: str, replicas: int, partitions: int, probing: str = "10m") 
 @dataclass
 class Cluster:
     running: RunningEmulator
-    pods: FakeKubelet
+    pods: MemoryRuntime
     core: Any
     custom: Any
 
@@ -114,10 +115,10 @@ def cluster(tick: float, restore_rate: float) -> Iterator[Cluster]:
     jitter), so that warmups catch up at moments unrelated to the operator's scrapes."""
     with EmulatorThread(build_emulator(bookmark_interval=5.0)) as running:
         client = kubernetes.config.new_client_from_config(config_file=str(running.kubeconfig))
-        pods = FakeKubelet(
-            running.url, restore_rate=restore_rate, catch_up_lag=ACCEPTABLE_LAG, restore_jitter=0.5, tick=tick
+        fake = memory_kubelet(
+            running, restore_rate=restore_rate, catch_up_lag=ACCEPTABLE_LAG, restore_jitter=0.5, tick=tick
         )
-        with client, pods:
+        with client, fake as pods:
             yield Cluster(
                 running, pods, kubernetes.client.CoreV1Api(client), kubernetes.client.CustomObjectsApi(client)
             )

@@ -54,6 +54,7 @@ from .control.status import (
     StatusInput,
     active_lag,
     build_status,
+    degraded,
     leaving_pods,
 )
 from .kafka.observer import KafkaObserver
@@ -87,7 +88,8 @@ class _Round:
     status_generation: int = 0
     """The generation the app's status last reported as published."""
     failures: dict[str, ScrapeFailure] = field(default_factory=dict)
-    degraded: Problem | None = None
+    held_for: tuple[str, ...] = ()
+    """Pods holding tasks whose missing metrics held planning this round."""
 
 
 @dataclass
@@ -310,12 +312,8 @@ class AppReconciler:
                 waiting_for_kafka=self.kafka.first_read_pending,
             )
         )
+        state.held_for = decision.held_for
         if decision.held_for:
-            state.degraded = Problem(
-                "MetricsUnavailable",
-                f"planning held: no metrics from {', '.join(decision.held_for)}, which hold tasks; "
-                "their tasks stay where they are until the pods report again or are gone",
-            )
             self.report.journal("plan-held", reason=str(decision.due), pods=list(decision.held_for))
         if not decision.plan:
             return
@@ -433,7 +431,9 @@ class AppReconciler:
                 recommended_replicas=recommended_replicas(
                     self.process_rates.means(), published, lag_total, len(task_ids(spec)) if spec else 0
                 ),
-                degraded=state.degraded or self._degraded(state),
+                degraded=degraded(
+                    held_for=state.held_for, unreadable=self.unreadable, failures=state.failures
+                ),
                 invalid_spec=Problem("SpecInvalid", "; ".join(state.problems)) if state.problems else None,
                 kafka=self._kafka_outcome(spec),
                 previous=self.report.previous_status(seen.body),
@@ -441,15 +441,6 @@ class AppReconciler:
             )
         )
         await self.report.write_status(status, state.now)
-
-    def _degraded(self, state: _Round) -> Problem | None:
-        if self.unreadable is not None:
-            message = f"the assignment ConfigMap cannot be read: {self.unreadable}"
-            return Problem("AssignmentUnreadable", message)
-        failed = sorted(f"{pod} ({r.reason})" for pod, r in state.failures.items())
-        if failed:
-            return Problem("MetricsUnavailable", f"no metrics from {', '.join(failed)}")
-        return None
 
     def _kafka_outcome(self, spec: StreamsAppSpec | None) -> KafkaOutcome | None:
         if spec is None or spec.kafka is None:

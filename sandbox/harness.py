@@ -28,6 +28,7 @@ from smoothscale.client import contract, from_configmap
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
 from .kubelet import DEFAULT_ZONES, Kubelet
+from .processruntime import worker_runtime
 from .records import read_records
 
 # -P: the current directory must not shadow the installed modules (a stray `timeit.py` where the user
@@ -120,10 +121,14 @@ class Sandbox:
                 Kubelet(
                     self.kubeconfig,
                     self.root / "sandbox",
+                    worker_runtime(
+                        self.kubeconfig,
+                        record_file=self.record_file,
+                        worker_env=self._worker_env,
+                        first_address=self._first_address,
+                    ),
                     zones=self.zones,
                     record_file=self.record_file,
-                    worker_env=self._worker_env,
-                    first_address=self._first_address,
                     namespace=self.namespace,
                 )
             )

@@ -1,42 +1,36 @@
-"""The kubelet stand-in: runs a sample worker process for every pod of the emulated cluster.
+"""The kubelet stand-in: runs the pods of an API server (the emulator, or a real one) on this machine.
 
-What it does, as a kubelet (and a scheduler, and a volume provisioner) would:
+What it does, as a kubelet (and a scheduler, and a volume provisioner) would, whatever the pods run:
 
 - creates one Node per zone (`sandbox-<zone>`, label `topology.kubernetes.io/zone`) and binds each new pod
   to the node of a zone it accepts (`scheduling.py`) through `pods/binding`, as a scheduler does, adding its
   finalizer first;
-- starts `smoothscale worker` for each bound pod, on a loopback IP of the pod's own (`addresses.py`) and
-  the app's metrics port, with the pod's environment and state volume (`podspec.py`); a claim maps to
-  `<root>/claims/<namespace>/<claim>`, which outlives pods, an emptyDir to `<root>/pods/<uid>`, which
-  does not;
-- reports `status.podIP`, the phase and the Ready condition (ready once the metrics endpoint reports the
-  generation the pod applied: its client follows the assignment)
-  through the status subresource;
-- restarts a crashed worker in the same pod (restartPolicy Always or OnFailure), or fails the pod (Never);
-- on deletion, stops the worker (SIGTERM, then SIGKILL after the grace period) and only then releases its
-  finalizer and deletes the pod with no grace period (as a kubelet ends a graceful deletion: a real API
+- starts each bound pod's container through a pod runtime (`podruntime.py`): a real process per pod
+  (`processruntime.py`) or a pod faked in memory (`emulator/memoryruntime.py`); with the pod's state volume
+  (`podspec.py`): a claim maps to `<root>/claims/<namespace>/<claim>`, which outlives pods, an emptyDir to
+  `<root>/pods/<uid>`, which does not; a pod whose claim does not exist yet stays Pending;
+- reports `status.podIP`, the phase and the Ready condition (the runtime's readiness probe) through the
+  status subresource, and the annotations the runtime asks for;
+- restarts a crashed container in the same pod (restartPolicy Always or OnFailure), or fails the pod (Never);
+- on deletion, stops the container (SIGTERM, then SIGKILL after the grace period) and only then releases
+  its finalizer and deletes the pod with no grace period (as a kubelet ends a graceful deletion: a real API
   server keeps a deleted pod bound to a node until then), so that the pod exists, terminating, for as long
-  as its worker may still process (the emulator itself deletes at once);
-- writes an `exited` record for every worker it has seen dead, so the record file bounds what it did.
-- for chaos tests, loses a whole zone (its workers killed, none started there, their volumes kept) until it
-  is restored, and freezes a worker (SIGSTOP: its metrics hang and it processes nothing) until thawed.
+  as its container may still process (the emulator itself deletes at once);
+- writes an `exited` record for every container it has seen dead, so the record file bounds what it did.
+- for chaos tests, loses a whole zone (its containers killed, none started there, their volumes kept) until
+  it is restored, and freezes a container (SIGSTOP: its metrics hang and it processes nothing) until thawed.
 
-Workers get this process's pid and exit when it is gone, and `close()` stops every one: no orphans.
+`close()` stops every container, then the runtime: no orphans.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -48,23 +42,15 @@ import kubernetes
 from smoothscale.client import contract
 from smoothscale.client.follow import Body, Follower, short_error
 
-from . import environment as env
-from .addresses import LoopbackAddresses
-from .podspec import (
-    AppSettings,
-    app_settings,
-    container_env,
-    grace_seconds,
-    restarts_after,
-    state_volume,
-)
+from .podruntime import Container, Launch, PodRuntime
+from .podspec import app_settings, grace_seconds, restarts_after, state_volume
 from .records import RecordWriter
 from .scheduling import choose_zone, node_body, node_name
 
 log = logging.getLogger(__name__)
 
 FINALIZER = "sandbox.smoothscale.io/kubelet"
-"""Held on every pod the stand-in runs, until its worker is dead (see the module docstring)."""
+"""Held on every pod the stand-in runs, until its container is dead (see the module docstring)."""
 HOST_IP = "127.0.0.1"
 DEFAULT_ZONES = ("zone-a", "zone-b", "zone-c")
 
@@ -74,39 +60,33 @@ def _now() -> str:
 
 
 @dataclass
-class _Worker:
-    """The worker process of one pod (its one container), and what was last reported about it."""
+class _Pod:
+    """One pod the stand-in runs: its container (one per pod), and what was last reported about it."""
 
     uid: str
     namespace: str
-    pod: str
-    container: str
-    image: str
-    ip: str
-    settings: AppSettings
-    state_dir: Path
+    name: str
+    launch: Launch
     claim: str | None
-    env: dict[str, str]
-    pod_body: Body
-    """The pod as it was when its worker started (its restart policy and grace period)."""
-    process: subprocess.Popen[bytes] | None = None
+    container: Container | None = None
     started_at: str = ""
     restarts: int = 0
     ready: bool = False
     ready_since: str = ""
     exit_code: int | None = None
     restart_at: float | None = None
-    """When (monotonic) a crashed worker is started again; None while it runs or when it never will."""
+    """When (monotonic) a crashed container is started again; None while it runs or when it never will."""
     reported: dict[str, Any] | None = None
+    annotated: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.container is not None and self.container.poll() is None
 
     @property
     def finished(self) -> bool:
         """Exited and never to be restarted: the pod's phase is final."""
-        return self.process is None and self.restart_at is None and self.exit_code is not None
+        return self.container is None and self.restart_at is None and self.exit_code is not None
 
 
 @dataclass
@@ -135,36 +115,27 @@ class _Cache:
 
 
 class Kubelet:
-    """See the module docstring. `with Kubelet(kubeconfig, root) as kubelet:`, or `start()` / `close()`.
-
-    `worker_env` sets defaults for every worker (rates, for instance); a pod's own environment overrides them,
-    and what the stand-in must decide (pod IP, port, state directory, kubeconfig, changelog epoch) overrides
-    both. `namespace=None` runs the pods of every namespace.
-    """
+    """See the module docstring. `with Kubelet(kubeconfig, root, runtime) as kubelet:`, or `start()` /
+    `close()`. `namespace=None` runs the pods of every namespace."""
 
     def __init__(
         self,
         kubeconfig: Path,
         root: Path,
+        runtime: PodRuntime,
         *,
         zones: Sequence[str] = DEFAULT_ZONES,
         namespace: str | None = None,
         record_file: Path | None = None,
-        worker_env: Mapping[str, str] | None = None,
-        first_address: str = "127.0.0.2",
-        changelog_epoch: float | None = None,
         resync_seconds: float = 0.2,
         max_grace_seconds: float = 5.0,
         restart_backoff_seconds: float = 0.5,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.root = root
+        self.runtime = runtime
         self.zones = tuple(zones)
         self.namespace = namespace
-        self.record_file = record_file
-        self.changelog_epoch = time.time() if changelog_epoch is None else changelog_epoch
-        self._worker_env = dict(worker_env or {})
-        self._addresses = LoopbackAddresses(first_address)
         self._resync_seconds = resync_seconds
         self._max_grace = max_grace_seconds
         self._backoff = restart_backoff_seconds
@@ -173,14 +144,14 @@ class Kubelet:
         self._core = kubernetes.client.CoreV1Api(self._api)
         self._pods = _Cache()
         self._claims = _Cache()
-        self._workers: dict[str, _Worker] = {}
+        self._running: dict[str, _Pod] = {}
         self._stopping: list[threading.Thread] = []
         self._terminating: set[str] = set()
+        """Pods whose container is being stopped: their finalizer goes when the container has."""
         self._down: set[str] = set()
-        """Zones lost (`lose_zone`): no worker runs there until `restore_zone`."""
+        """Zones lost (`lose_zone`): no container runs there until `restore_zone`."""
         self._binding: dict[str, str] = {}
         """Pods bound (uid -> zone) whose binding the pod cache has not shown yet."""
-        """Pods whose worker is being stopped: their finalizer goes when the worker has."""
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -197,6 +168,7 @@ class Kubelet:
 
     def start(self) -> None:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
+        self.runtime.open()
         for zone in self.zones:
             self._create_node(zone)
         core = self._core
@@ -222,25 +194,26 @@ class Kubelet:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop the loop, every worker (SIGTERM, then SIGKILL), and release the pods' finalizers."""
+        """Stop the loop, every container (SIGTERM, then SIGKILL), release the pods' finalizers, then close
+        the runtime."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         with self._lock:
-            workers = list(self._workers.values())
-            self._workers.clear()
-        for worker in workers:
-            if worker.process is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    worker.process.send_signal(signal.SIGTERM)
-        for worker in workers:
-            self._reap(worker, grace=self._max_grace)
+            pods = list(self._running.values())
+            self._running.clear()
+        for pod in pods:
+            if pod.container is not None:
+                pod.container.send_signal(signal.SIGTERM)
+        for pod in pods:
+            self._reap(pod, grace=self._max_grace)
         for thread in self._stopping:
             thread.join(timeout=self._max_grace + 5)
-        for pod in self._pods.snapshot().values():
-            if FINALIZER in (pod["metadata"].get("finalizers") or []):
-                self._release_finalizer(pod["metadata"]["namespace"], pod["metadata"]["name"])
+        for body in self._pods.snapshot().values():
+            if FINALIZER in (body["metadata"].get("finalizers") or []):
+                self._release_finalizer(body["metadata"]["namespace"], body["metadata"]["name"])
+        self.runtime.close()
         self._records.close()
         self._api.close()
 
@@ -249,36 +222,36 @@ class Kubelet:
     def crash(
         self, pod: str, namespace: str = "default", *, lose_volume: bool = False, fail: bool = False
     ) -> int:
-        """Kill the pod's worker (SIGKILL) and return its pid. With `lose_volume`, its state directory is
+        """Kill the pod's container (SIGKILL) and return its id. With `lose_volume`, its state directory is
         wiped too (a disk lost with the process); with `fail`, the pod ends Failed instead of restarting."""
         with self._lock:
-            worker = self._worker_of(namespace, pod)
-            if worker is None or worker.process is None:
-                raise LookupError(f"no running worker for pod {namespace}/{pod}")
-            pid = worker.process.pid
-            worker.process.kill()
-            self._reap(worker, grace=0)
+            found = self._pod(namespace, pod)
+            if found is None or found.container is None:
+                raise LookupError(f"no running container for pod {namespace}/{pod}")
+            container_id = found.container.id
+            found.container.send_signal(signal.SIGKILL)
+            self._reap(found, grace=0)
             if lose_volume:
-                shutil.rmtree(worker.state_dir, ignore_errors=True)
+                shutil.rmtree(found.launch.state_dir, ignore_errors=True)
             if fail:
-                worker.exit_code = 137  # as a kubelet reports a SIGKILLed container
+                found.exit_code = 137  # as a kubelet reports a SIGKILLed container
             else:
-                worker.restart_at = time.monotonic() + self._backoff
+                found.restart_at = time.monotonic() + self._backoff
         self._wake.set()
-        return pid
+        return container_id
 
     def lose_zone(self, zone: str) -> list[str]:
-        """A zone outage: kill every worker in `zone` (SIGKILL) and start none there until `restore_zone`;
-        the pods and their volumes stay, as with a node cut off and back. The pods whose workers died."""
+        """A zone outage: kill every container in `zone` (SIGKILL) and start none there until `restore_zone`;
+        the pods and their volumes stay, as with a node cut off and back. The pods whose containers died."""
         with self._lock:
             self._down.add(zone)
-            lost = [w for w in self._workers.values() if self._zone_of(w.pod_body) == zone]
-            for worker in lost:
-                if worker.process is not None:
-                    worker.process.kill()
-                    self._reap(worker, grace=0)
-                    worker.restart_at = time.monotonic()  # again as soon as the zone is back
-        return [worker.pod for worker in lost]
+            lost = [p for p in self._running.values() if self._zone_of(p.launch.pod) == zone]
+            for pod in lost:
+                if pod.container is not None:
+                    pod.container.send_signal(signal.SIGKILL)
+                    self._reap(pod, grace=0)
+                    pod.restart_at = time.monotonic()  # again as soon as the zone is back
+        return [pod.name for pod in lost]
 
     def restore_zone(self, zone: str) -> None:
         with self._lock:
@@ -286,39 +259,37 @@ class Kubelet:
         self._wake.set()
 
     def freeze(self, pod: str, namespace: str = "default", *, frozen: bool = True) -> None:
-        """SIGSTOP (or, with `frozen=False`, SIGCONT) the pod's worker: a process stalled, e.g. by a long GC
-        pause or a saturated node, whose metrics endpoint hangs and whose tasks stand still."""
+        """SIGSTOP (or, with `frozen=False`, SIGCONT) the pod's container: a process stalled, e.g. by a long
+        GC pause or a saturated node, whose metrics endpoint hangs and whose tasks stand still."""
         with self._lock:
-            worker = self._worker_of(namespace, pod)
-            if worker is None or worker.process is None:
-                return
-            with contextlib.suppress(ProcessLookupError):
-                worker.process.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
+            found = self._pod(namespace, pod)
+            if found is not None and found.container is not None:
+                found.container.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
 
     def _zone_of(self, pod: Body) -> str | None:
         node = (pod.get("spec") or {}).get("nodeName")
         return next((zone for zone in self.zones if node_name(zone) == node), None)
 
     def worker_pids(self) -> dict[str, int]:
-        """`namespace/pod` -> pid of its running worker."""
+        """`namespace/pod` -> id (a process runtime's pid) of its running container."""
         with self._lock:
             return {
-                f"{w.namespace}/{w.pod}": w.process.pid
-                for w in self._workers.values()
-                if w.process is not None and w.running
+                f"{p.namespace}/{p.name}": p.container.id
+                for p in self._running.values()
+                if p.container is not None and p.running
             }
 
     def pod_ip(self, pod: str, namespace: str = "default") -> str | None:
         with self._lock:
-            worker = self._worker_of(namespace, pod)
-            return None if worker is None else worker.ip
+            found = self._pod(namespace, pod)
+            return None if found is None else found.launch.ip
 
     def claim_dir(self, claim: str, namespace: str = "default") -> Path:
         """Where a PersistentVolumeClaim's data lives: it survives every pod that mounts it."""
         return self.root / "claims" / namespace / claim
 
-    def _worker_of(self, namespace: str, pod: str) -> _Worker | None:
-        return next((w for w in self._workers.values() if (w.namespace, w.pod) == (namespace, pod)), None)
+    def _pod(self, namespace: str, name: str) -> _Pod | None:
+        return next((p for p in self._running.values() if (p.namespace, p.name) == (namespace, name)), None)
 
     # -- the loop ------------------------------------------------------------------------------------------
 
@@ -356,15 +327,15 @@ class Kubelet:
             if uid in pods and not (pods[uid].get("spec") or {}).get("nodeName")
         }
         load = self._zone_load(pods)
-        for uid in list(self._workers):
+        for uid in list(self._running):
             pod = pods.get(uid)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
-                self._terminate(self._workers.pop(uid))
+                self._terminate(self._running.pop(uid))
         ours = {node_name(zone) for zone in self.zones}
         for uid, pod in pods.items():
             node = (pod.get("spec") or {}).get("nodeName")
             if pod["metadata"].get("deletionTimestamp"):
-                releasable = uid not in self._workers and uid not in self._terminating
+                releasable = uid not in self._running and uid not in self._terminating
                 if releasable and FINALIZER in (pod["metadata"].get("finalizers") or []):
                     self._release_finalizer(pod["metadata"]["namespace"], pod["metadata"]["name"])
             elif uid in self._binding:
@@ -372,13 +343,13 @@ class Kubelet:
             elif not node:
                 self._bind(pod, load)
             elif node in ours:
-                worker = self._workers.get(uid)
+                running = self._running.get(uid)
                 if self._zone_of(pod) in self._down:
                     continue  # nothing runs in a lost zone
-                if worker is None:
+                if running is None:
                     self._start_pod(pod)
                 else:
-                    self._check(worker)
+                    self._check(running)
         self._collect_claims()
 
     # -- scheduling ------------------------------------------------------------------------------------------
@@ -442,168 +413,106 @@ class Kubelet:
         load[zone] += 1
         log.info("bound pod %s/%s to %s", metadata["namespace"], metadata["name"], node_name(zone))
 
-    # -- running workers -------------------------------------------------------------------------------------
+    # -- running containers ----------------------------------------------------------------------------------
 
-    def _start_pod(self, pod: Body) -> None:
-        metadata, spec = pod["metadata"], pod.get("spec") or {}
+    def _start_pod(self, body: Body) -> None:
+        metadata = body["metadata"]
         namespace, name = metadata["namespace"], metadata["name"]
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if (body.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return  # a finished pod is never started again
-        volume = state_volume(pod)
+        volume = state_volume(body)
         if volume.claim is not None and not self._claim_ready(namespace, volume.claim):
             return  # Pending until its claim exists, as with a real volume binder
         settings = app_settings(self._streamsapp(namespace, metadata.get("labels") or {}))
-        ip = self._addresses.allocate(settings.metrics_port)
+        uid = metadata["uid"]
         state_dir = (
             self.claim_dir(volume.claim, namespace)
             if volume.claim is not None
-            else self.root / "pods" / metadata["uid"] / contract.STATE_VOLUME
+            else self.root / "pods" / uid / contract.STATE_VOLUME
         )
-        container = (spec.get("containers") or [{}])[0]
-        worker = _Worker(
-            uid=metadata["uid"],
-            namespace=namespace,
-            pod=name,
-            container=str(container.get("name") or "app"),
-            image=str(container.get("image") or ""),
-            ip=ip,
+        launch = Launch(
+            pod=body,
             settings=settings,
+            ip=self.runtime.address(body, settings),
             state_dir=state_dir,
-            claim=volume.claim,
-            env=self._environment(pod, ip, settings, state_dir),
-            pod_body=pod,
+            log=self.root / "logs" / f"{namespace}.{name}.{uid[:8]}.log",
         )
-        self._workers[worker.uid] = worker
-        self._spawn(worker)
+        pod = _Pod(uid=uid, namespace=namespace, name=name, launch=launch, claim=volume.claim)
+        self._running[uid] = pod
+        self._spawn(pod)
 
-    def _environment(self, pod: Body, ip: str, settings: AppSettings, state_dir: Path) -> dict[str, str]:
-        metadata = pod["metadata"]
-        variables = {**os.environ, **self._worker_env, **container_env(pod, ip)}
-        variables.setdefault(contract.POD_NAME_ENV, metadata["name"])
-        variables.setdefault(contract.NAMESPACE_ENV, metadata["namespace"])
-        variables.setdefault(
-            contract.APP_ENV, (metadata.get("labels") or {}).get(contract.APP_LABEL, metadata["name"])
-        )
-        variables.update(
-            {
-                env.KUBECONFIG_ENV: str(self.kubeconfig),
-                env.STATE_DIR_ENV: str(state_dir),
-                env.METRICS_HOST_ENV: ip,
-                env.METRICS_PORT_ENV: str(settings.metrics_port),
-                env.CHANGELOG_EPOCH_ENV: repr(self.changelog_epoch),
-                env.STATELESS_SUBTOPOLOGIES_ENV: ",".join(sorted(settings.stateless_subtopologies)),
-                env.PARENT_PID_ENV: str(os.getpid()),
-            }
-        )
-        if self.record_file is not None:
-            variables[env.RECORD_FILE_ENV] = str(self.record_file)
-        return variables
+    def _spawn(self, pod: _Pod) -> None:
+        pod.container = self.runtime.start(pod.launch)
+        pod.started_at = _now()
+        pod.ready = False
+        pod.exit_code = None
+        pod.restart_at = None
+        log.info("started %s/%s (%d) on %s", pod.namespace, pod.name, pod.container.id, pod.launch.ip)
+        self._annotate(pod)
+        self._report(pod)
 
-    def _spawn(self, worker: _Worker) -> None:
-        worker.state_dir.mkdir(parents=True, exist_ok=True)
-        log_path = self.root / "logs" / f"{worker.namespace}.{worker.pod}.{worker.uid[:8]}.log"
-        with log_path.open("ab") as output:
-            worker.process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "smoothscale.cli", "worker"],  # -P: see harness.py
-                env=worker.env,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # a terminal's Ctrl-C reaches the kubelet, which stops them in order
-            )
-        worker.started_at = _now()
-        worker.ready = False
-        worker.exit_code = None
-        worker.restart_at = None
-        log.info(
-            "started worker of %s/%s (pid %d) on %s",
-            worker.namespace,
-            worker.pod,
-            worker.process.pid,
-            worker.ip,
-        )
-        self._report(worker)
+    def _check(self, pod: _Pod) -> None:
+        if pod.container is not None and pod.container.poll() is not None:
+            self._reap(pod, grace=0)
+            if restarts_after(pod.launch.pod, pod.exit_code or 0):
+                pod.restart_at = time.monotonic() + self._backoff
+        if pod.container is None and pod.restart_at is not None and time.monotonic() >= pod.restart_at:
+            pod.restarts += 1
+            self._spawn(pod)
+        ready = pod.container is not None and pod.running and pod.container.ready()
+        if ready != pod.ready:
+            pod.ready = ready
+            pod.ready_since = _now()
+        self._report(pod)
 
-    def _check(self, worker: _Worker) -> None:
-        if worker.process is not None and worker.process.poll() is not None:
-            self._reap(worker, grace=0)
-            if restarts_after(worker.pod_body, worker.exit_code or 0):
-                worker.restart_at = time.monotonic() + self._backoff
-        if worker.process is None and worker.restart_at is not None and time.monotonic() >= worker.restart_at:
-            worker.restarts += 1
-            self._spawn(worker)
-        if worker.running and not worker.ready and self._probe(worker):
-            worker.ready = True
-            worker.ready_since = _now()
-        self._report(worker)
-
-    def _probe(self, worker: _Worker) -> bool:
-        url = f"http://{worker.ip}:{worker.settings.metrics_port}{worker.settings.metrics_path}"
-        try:
-            with urllib.request.urlopen(url, timeout=0.5) as response:
-                # Ready once the pod follows its assignment (it then reports the generation it applied).
-                return response.status == 200 and contract.GENERATION_METRIC.encode() in response.read()
-        except OSError:
-            return False
-
-    def _reap(self, worker: _Worker, grace: float) -> None:
-        """Wait up to `grace` seconds for the worker to exit, then kill it; record its exit. It has no
-        process when this returns."""
-        process = worker.process
-        if process is None:
+    def _reap(self, pod: _Pod, grace: float) -> None:
+        """Wait up to `grace` seconds for the container to exit, then kill it; record its exit. The pod has
+        no container when this returns."""
+        container = pod.container
+        if container is None:
             return
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        worker.process = None
-        worker.ready = False
-        worker.exit_code = process.returncode
-        self._records.write("exited", pod=worker.pod, pid=process.pid, code=process.returncode)
-        log.info(
-            "worker of %s/%s (pid %d) exited with %s",
-            worker.namespace,
-            worker.pod,
-            process.pid,
-            process.returncode,
-        )
+        code = container.wait(grace)
+        if code is None:
+            container.send_signal(signal.SIGKILL)
+            code = container.wait(None)
+        pod.container = None
+        pod.ready = False
+        pod.exit_code = code
+        self._records.write("exited", pod=pod.name, pid=container.id, code=code)
+        log.info("%s/%s (%d) exited with %s", pod.namespace, pod.name, container.id, code)
 
-    def _terminate(self, worker: _Worker) -> None:
-        """Stop a deleted pod's worker from a thread of its own (the grace period must not hold up the loop),
-        then drop its emptyDir and release the pod."""
-        grace = grace_seconds(worker.pod_body, self._max_grace)
-        self._terminating.add(worker.uid)
+    def _terminate(self, pod: _Pod) -> None:
+        """Stop a deleted pod's container from a thread of its own (the grace period must not hold up the
+        loop), then drop its emptyDir and release the pod."""
+        grace = grace_seconds(pod.launch.pod, self._max_grace)
+        self._terminating.add(pod.uid)
 
         def stop() -> None:
-            if worker.process is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    worker.process.send_signal(signal.SIGTERM)
-                self._reap(worker, grace)
-            if worker.claim is None:
-                shutil.rmtree(worker.state_dir.parent, ignore_errors=True)
-            self._release_finalizer(worker.namespace, worker.pod)
-            self._remove(worker)
-            self._terminating.discard(worker.uid)
-            log.info("stopped worker of %s/%s", worker.namespace, worker.pod)
+            if pod.container is not None:
+                pod.container.send_signal(signal.SIGTERM)
+                self._reap(pod, grace)
+            if pod.claim is None:
+                shutil.rmtree(pod.launch.state_dir.parent, ignore_errors=True)
+            self._release_finalizer(pod.namespace, pod.name)
+            self._remove(pod)
+            self._terminating.discard(pod.uid)
+            log.info("stopped %s/%s", pod.namespace, pod.name)
 
-        thread = threading.Thread(target=stop, name=f"stop-{worker.pod}", daemon=True)
+        thread = threading.Thread(target=stop, name=f"stop-{pod.name}", daemon=True)
         thread.start()
         self._stopping = [t for t in self._stopping if t.is_alive()] + [thread]
 
-    def _remove(self, worker: _Worker) -> None:
+    def _remove(self, pod: _Pod) -> None:
         """End the graceful deletion, as a kubelet does once the pod's containers are gone: delete it again
         with no grace period (the API server keeps a deleted pod that is bound to a node until then)."""
         options = kubernetes.client.V1DeleteOptions(
-            grace_period_seconds=0, preconditions=kubernetes.client.V1Preconditions(uid=worker.uid)
+            grace_period_seconds=0, preconditions=kubernetes.client.V1Preconditions(uid=pod.uid)
         )
         try:
-            self._core.delete_namespaced_pod(worker.pod, worker.namespace, body=options)
+            self._core.delete_namespaced_pod(pod.name, pod.namespace, body=options)
         except kubernetes.client.ApiException as error:
             if error.status not in (404, 409):  # gone already, or a new pod of the same name
-                log.warning(
-                    "could not remove pod %s/%s: %s", worker.namespace, worker.pod, short_error(error)
-                )
+                log.warning("could not remove pod %s/%s: %s", pod.namespace, pod.name, short_error(error))
 
     def _release_finalizer(self, namespace: str, name: str) -> None:
         """Remove the stand-in's finalizer from the pod as it is now (others' finalizers stay)."""
@@ -621,16 +530,24 @@ class Kubelet:
 
     # -- status ----------------------------------------------------------------------------------------------
 
-    def _report(self, worker: _Worker) -> None:
-        status = _pod_status(worker)
-        if status == worker.reported:
+    def _annotate(self, pod: _Pod) -> None:
+        """Set the annotations the container asks for (a faked pod's metrics port), once per value."""
+        wanted = dict(pod.container.annotations) if pod.container is not None else {}
+        if not wanted or wanted == pod.annotated:
+            return
+        self._core.patch_namespaced_pod(pod.name, pod.namespace, {"metadata": {"annotations": wanted}})
+        pod.annotated = wanted
+
+    def _report(self, pod: _Pod) -> None:
+        status = _pod_status(pod)
+        if status == pod.reported:
             return
         try:
-            self._core.patch_namespaced_pod_status(worker.pod, worker.namespace, {"status": status})
+            self._core.patch_namespaced_pod_status(pod.name, pod.namespace, {"status": status})
         except kubernetes.client.ApiException as error:
             if error.status != 404:  # deleted meanwhile: the next pass terminates it
                 raise
-        worker.reported = status
+        pod.reported = status
 
     # -- volumes ---------------------------------------------------------------------------------------------
 
@@ -657,13 +574,13 @@ class Kubelet:
         return True
 
     def _collect_claims(self) -> None:
-        """Delete the directory of every claim that no longer exists and no worker uses."""
+        """Delete the directory of every claim that no longer exists and no running pod uses."""
         if not self._claims.synced:
             return
         existing = {
             (c["metadata"]["namespace"], c["metadata"]["name"]) for c in self._claims.snapshot().values()
         }
-        used = {(w.namespace, w.claim) for w in self._workers.values() if w.claim is not None}
+        used = {(p.namespace, p.claim) for p in self._running.values() if p.claim is not None}
         for directory in (self.root / "claims").glob("*/*"):
             key = (directory.parent.name, directory.name)
             if key not in existing and key not in used:
@@ -690,46 +607,40 @@ def _condition(kind: str, true: bool, since: str) -> dict[str, str]:
     return {"type": kind, "status": "True" if true else "False", "lastTransitionTime": since}
 
 
-def _pod_status(worker: _Worker) -> dict[str, Any]:
-    """The pod status a kubelet would report for the worker's state."""
-    if worker.running:
-        state: dict[str, Any] = {"running": {"startedAt": worker.started_at}}
-    elif worker.finished:
+def _pod_status(pod: _Pod) -> dict[str, Any]:
+    """The pod status a kubelet would report for the container's state."""
+    if pod.running:
+        state: dict[str, Any] = {"running": {"startedAt": pod.started_at}}
+    elif pod.finished:
         state = {
-            "terminated": {
-                "exitCode": worker.exit_code,
-                "reason": "Error" if worker.exit_code else "Completed",
-            }
+            "terminated": {"exitCode": pod.exit_code, "reason": "Error" if pod.exit_code else "Completed"}
         }
     else:
-        state = {
-            "waiting": {
-                "reason": "CrashLoopBackOff"
-                if worker.restarts or worker.exit_code is not None
-                else "ContainerCreating"
-            }
-        }
-    since = worker.ready_since or worker.started_at
+        waiting = "CrashLoopBackOff" if pod.restarts or pod.exit_code is not None else "ContainerCreating"
+        state = {"waiting": {"reason": waiting}}
+    since = pod.ready_since or pod.started_at
+    container = ((pod.launch.pod.get("spec") or {}).get("containers") or [{}])[0]
+    ip = pod.launch.ip
     return {
-        "phase": ("Failed" if worker.exit_code else "Succeeded") if worker.finished else "Running",
+        "phase": ("Failed" if pod.exit_code else "Succeeded") if pod.finished else "Running",
         "hostIP": HOST_IP,
-        "podIP": worker.ip,
-        "podIPs": [{"ip": worker.ip}],
-        "startTime": worker.started_at,
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": pod.started_at,
         "conditions": [
-            _condition("PodScheduled", True, worker.started_at),
-            _condition("Initialized", True, worker.started_at),
-            _condition("ContainersReady", worker.ready, since),
-            _condition("Ready", worker.ready, since),
+            _condition("PodScheduled", True, pod.started_at),
+            _condition("Initialized", True, pod.started_at),
+            _condition("ContainersReady", pod.ready, since),
+            _condition("Ready", pod.ready, since),
         ],
         "containerStatuses": [
             {
-                "name": worker.container,
-                "image": worker.image,
+                "name": str(container.get("name") or "app"),
+                "image": str(container.get("image") or ""),
                 "imageID": "",
-                "ready": worker.ready,
-                "started": worker.running,
-                "restartCount": worker.restarts,
+                "ready": pod.ready,
+                "started": pod.running,
+                "restartCount": pod.restarts,
                 "state": state,
             }
         ],

@@ -1,7 +1,7 @@
 """Where the kubelet stand-ins bind a pod: one node per zone, and a zone the pod accepts.
 
-Both stand-ins (the sandbox's `kubelet.py`, which runs worker processes, and the process-less
-`emulator/fakekubelet.py` of the integration tests) create these nodes and bind with `choose_zone`.
+The kubelet stand-in (`kubelet.py`) creates these nodes and binds with `choose_zone`, whatever runtime runs
+its pods.
 
 A pod may require zones with a `nodeSelector` on the zone label or a required node affinity on it (`In`,
 `NotIn`, `Exists`, `DoesNotExist`); among the zones it accepts, it goes to the one with the fewest pods (the

@@ -23,10 +23,12 @@ import numpy as np
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment, Task
 from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.operator.control.scaling import PodSetPlan
 from smoothscale.simulation import invariants
 from smoothscale.simulation.events import FollowUp, Script
 from smoothscale.simulation.metrics import Recorder, SimulationResult
 from smoothscale.simulation.operator_loop import Operator, PodReport
+from smoothscale.simulation.podset import carry_out
 from smoothscale.simulation.scenario import Event, OperatorRestart, Scenario
 from smoothscale.simulation.state import ACTIVE, STANDBY, Cluster, Pod, Tasks
 from smoothscale.simulation.strategies import make_strategy
@@ -78,14 +80,24 @@ class _Observed:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
 
+    def listed_pods(self) -> list[PodReport]:
+        return [self._report(p) for p in self.cluster.present()]
+
     def running_pods(self) -> list[PodReport]:
-        zones = self.cluster.zones
-        return [
-            PodReport(
-                p.name, zones[p.zone], p.spec.capacity, p.leaving_since, p.applied_generation, p.incarnation
-            )
-            for p in self.cluster.up()
-        ]
+        return [self._report(p) for p in self.cluster.up()]
+
+    def _report(self, p: Pod) -> PodReport:
+        return PodReport(
+            p.name,
+            self.cluster.zones[p.zone],
+            p.spec.capacity,
+            p.leaving_since,
+            p.applied_generation,
+            p.incarnation,
+            p.revision,
+            p.leaving_reason,
+            ready=p.up and p.applied_generation >= 0,
+        )
 
     def lags(self, pod: str) -> dict[str, int]:
         return self.cluster.reported_lags(self.cluster.pods[self.cluster.by_name[pod]])
@@ -196,10 +208,12 @@ class Simulation:
         return self._result()
 
     def _start(self) -> None:
-        """A running app: every pod holds a balanced, stable, caught-up assignment, published as gen 1."""
+        """A running app: the pods the operator creates for `replicas`, each holding a balanced, stable,
+        caught-up assignment, published as gen 1."""
         scenario, cluster = self.scenario, self.cluster
-        self.script.create_pods(scenario.pods.count, scenario.pods)
-        self.script.booted.clear()
+        decided = self.operator.pod_set(0.0, self.view, self.script.spec)
+        carry_out(decided, self.script, 0.0, timeout=None, check=self.check)
+        self.script.booted.clear()  # they start with generation 1, below
         pods = self.view.running_pods()
         everything = {t.id: 0 for t in cluster.tasks.models if t.stateful}
         snapshot = self.operator.snapshot(0.0, self.view, pods)
@@ -248,8 +262,8 @@ class Simulation:
             self._event(what.index, what.event)
         elif isinstance(what, _FollowUpOf):
             self._scripted -= 1
-            self.script.follow_up(what.action, self.now)
-            self._boot()
+            self.script.follow_up(what.action)
+            self._pods_changed()
             self.recorder.follow_up_done(what.index, self.now)
         elif isinstance(what, _Apply):
             self._apply(what)
@@ -261,7 +275,7 @@ class Simulation:
         if isinstance(event, OperatorRestart):
             self.operator.restart()
         follow_ups = self.script.apply(index, event, self.now)
-        self._boot()
+        self._pods_changed()
         for delay, action in follow_ups:
             self._at(self.now + delay, _FollowUpOf(index, action))
             self._scripted += 1
@@ -273,12 +287,15 @@ class Simulation:
             return  # a crashed pod never applies what it had not applied before crashing
         publication = what.publication or self.operator.published
         if publication.generation > pod.applied_generation:
+            booting = pod.applied_generation < 0
             self.cluster.apply(
                 pod, publication.generation, publication.assignment.get(pod.name, ClientAssignment())
             )
             revoking = self.operator.published.revoking.values()
             if any(r.owner == pod.name and r.generation <= publication.generation for r in revoking):
                 self._at(self.now + self.scenario.operator.ack_delay_seconds, _Wake(False, acknowledged=True))
+            if booting:
+                self._pods_changed()  # it is ready now: a swap may drain an old pod for it
 
     def _wake(self, scrape: bool, *, periodic: bool = True) -> None:
         operator, cluster = self.operator, self.cluster
@@ -287,12 +304,9 @@ class Simulation:
             self._at(self._next_tick, _Wake(scrape=True))
         elif periodic:
             self._poll_at = None
-        result = operator.wake(self.now, self.view, scrape=scrape)
-        for name in result.retire:
-            pod = cluster.pods[cluster.by_name[name]]
-            if self.check:
-                invariants.check_retirement(pod, self.now, operator.config.scale_down_timeout_seconds)
-            cluster.remove(pod)
+        result = operator.wake(self.now, self.view, self.script.spec, scrape=scrape)
+        if result.pod_set is not None:
+            self._carry_out(result.pod_set)
         if result.plan_reason is not None:
             reasons = self.recorder.plans_by_reason
             reasons[result.plan_reason] = reasons.get(result.plan_reason, 0) + 1
@@ -305,6 +319,16 @@ class Simulation:
         if (operator.in_flight() or waiting_for_acks) and self._poll_at is None and poll < self._next_tick:
             self._poll_at = poll
             self._at(poll, _Wake(scrape=False))
+
+    def _pods_changed(self) -> None:
+        """The app or its pods changed: the operator, woken by its watches, runs the pod-set step at once;
+        booted pods read the assignment."""
+        self._carry_out(self.operator.pod_set(self.now, self.view, self.script.spec))
+
+    def _carry_out(self, decided: PodSetPlan) -> None:
+        timeout = self.operator.config.scale_down_timeout_seconds
+        carry_out(decided, self.script, self.now, timeout=timeout, check=self.check)
+        self._boot()
 
     def _publish(self, publication: Publication) -> None:
         if self.check:

@@ -1,19 +1,21 @@
-"""What the scenario's events do to the cluster: pods come, go, crash, restart and are marked leaving.
+"""What the scenario's events change: what a user changes (the app's `replicas` and template, a drain) and
+what the world does (crashes, restarts, zone outages, input rates).
 
-Pods are created the way the operator creates them (Contract 3): named `<app>-<ordinal>` with ordinals that
-are never reused, spread over zones like a topology spread constraint (the zone with the fewest staying
-pods, the first such zone on a tie), never in a zone that is down. A pod in a zone that is down restarts
-only when its zone returns. Scale-in marks the highest ordinals leaving, as a StatefulSet would
-remove them. Effects that come later (a restart, a zone's return, a host swap's leaving mark) are returned
+Which pods to create, mark leaving, take back or retire is the operator's decision (`podset.py` carries out
+the control core's `plan_pod_set`); this module only keeps the app's spec as the user set it, and schedules
+pods as Kubernetes would: a new pod goes to the zone with the fewest staying pods (the first such zone on a
+tie, as a topology spread constraint spreads them), never to a zone that is down. A pod in a zone that is
+down restarts only when its zone returns. Effects that come later (a restart, a zone's return) are returned
 as follow-ups for the engine to schedule.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from smoothscale.simulation.operator_loop import AppSpec
 from smoothscale.simulation.scenario import (
     Drain,
     Event,
@@ -42,66 +44,56 @@ class ZoneReturn:
     pods: tuple[str, ...]  # the pods the outage stopped
 
 
-@dataclass(frozen=True, slots=True)
-class MarkLeaving:
-    pods: tuple[str, ...]
-
-
-FollowUp = Restart | ZoneReturn | MarkLeaving
+FollowUp = Restart | ZoneReturn
 
 
 class Script:
-    """Applies scenario events to a cluster; `booted` lists pods that must now read the assignment."""
+    """Applies scenario events to the spec and the cluster, and schedules the pods the operator creates;
+    `booted` lists pods that must now read the assignment."""
 
     def __init__(self, scenario: Scenario, cluster: Cluster) -> None:
         self.scenario = scenario
         self.cluster = cluster
-        self.next_ordinal = 0
+        self.spec = AppSpec(replicas=scenario.pods.count, revision="0")
+        """The StreamsApp's spec as the user set it: the pod set's target."""
+        self.machine: PodSpec = scenario.pods
+        """The machine of the pods created from now on."""
         self.booted: list[Pod] = []
         self.down_zones: dict[int, list[str]] = {}  # zone -> pods due to restart once it returns
 
-    def create_pods(self, count: int, spec: PodSpec) -> list[Pod]:
+    def create_pod(self, ordinal: int) -> Pod:
+        """The pod of `ordinal`, of the current template, on the current machine, scheduled in a zone."""
         cluster = self.cluster
-        created = []
-        for _ in range(count):
-            staying = [p.zone for p in cluster.present() if p.leaving_since is None]
-            load = np.bincount(np.array(staying, dtype=np.int64), minlength=len(cluster.zones)).astype(float)
-            if len(self.down_zones) < len(cluster.zones):
-                load[list(self.down_zones)] = np.inf  # nowhere to schedule a pod there
-            zone = int(np.argmin(load))
-            pod = cluster.add_pod(f"{self.scenario.app}-{self.next_ordinal}", self.next_ordinal, zone, spec)
-            self.next_ordinal += 1
-            created.append(pod)
-        self.booted.extend(created)
-        return created
+        staying = [p.zone for p in cluster.present() if p.leaving_since is None]
+        load = np.bincount(np.array(staying, dtype=np.int64), minlength=len(cluster.zones)).astype(float)
+        if len(self.down_zones) < len(cluster.zones):
+            load[list(self.down_zones)] = np.inf  # nowhere to schedule a pod there
+        name = f"{self.scenario.app}-{ordinal}"
+        pod = cluster.add_pod(name, ordinal, int(np.argmin(load)), self.machine, self.spec.revision)
+        self.booted.append(pod)
+        return pod
 
     def apply(self, index: int, event: Event, now: float) -> list[tuple[float, FollowUp]]:
         """Apply one event at `now`; returns (delay, follow-up) pairs. Operator restarts are the engine's."""
         cluster = self.cluster
         where = f"events[{index}] ({event.type})"
         if isinstance(event, ScaleOut):
-            self.create_pods(event.pods, event.pod_spec or self.scenario.pods)
+            self.spec = replace(self.spec, replicas=self.spec.replicas + event.pods)
+            self.machine = event.pod_spec or self.scenario.pods
         elif isinstance(event, ScaleIn):
-            staying = [p for p in cluster.present() if p.leaving_since is None]
             if event.pod_names is not None:
-                chosen = [self._pod(where, "podNames", name) for name in event.pod_names]
-            else:
-                chosen = sorted(staying, key=lambda p: p.ordinal)[len(staying) - (event.pods or 0) :]
-            self._mark_leaving(chosen, now)
+                self._mark_leaving([self._pod(where, "podNames", name) for name in event.pod_names], now)
+            leaving = len(event.pod_names) if event.pod_names is not None else event.pods or 0
+            self.spec = replace(self.spec, replicas=self.spec.replicas - leaving)
         elif isinstance(event, HostSwap):
-            old = [p for p in cluster.present() if p.leaving_since is None]
-            self.create_pods(len(old), event.pod_spec or self.scenario.pods)
-            leave = MarkLeaving(tuple(p.name for p in old))
-            if event.leave_after_seconds == 0:
-                self.follow_up(leave, now)
-            else:
-                return [(event.leave_after_seconds, leave)]
+            self.spec = replace(self.spec, revision=str(int(self.spec.revision) + 1))  # a new template
+            self.machine = event.pod_spec or self.scenario.pods
         elif isinstance(event, PodCrash):
             pod = self._pod(where, "pod", event.pod)
             if pod.up:
                 cluster.crash(pod, keep_state=pod.spec.persistent_volume and not event.volume_lost)
             if event.restart_after_seconds is None:
-                cluster.remove(pod)
+                cluster.remove(pod)  # its node is gone: the pod object with it
             else:
                 return [(event.restart_after_seconds, Restart((pod.name,)))]
         elif isinstance(event, ZoneOutage):
@@ -113,10 +105,9 @@ class Script:
             if event.duration_seconds is not None:
                 return [(event.duration_seconds, ZoneReturn(zone, tuple(p.name for p in stopped)))]
         elif isinstance(event, Drain):
-            pod = self._pod(where, "pod", event.pod)
-            self._mark_leaving([pod], now)
-            if event.replace:
-                self.create_pods(1, pod.spec)
+            self._mark_leaving([self._pod(where, "pod", event.pod)], now)
+            if not event.replace:
+                self.spec = replace(self.spec, replicas=self.spec.replicas - 1)
         elif isinstance(event, InputRate):
             affected = [
                 i
@@ -128,16 +119,12 @@ class Script:
             assert isinstance(event, OperatorRestart)
         return []
 
-    def follow_up(self, action: FollowUp, now: float) -> None:
+    def follow_up(self, action: FollowUp) -> None:
         cluster = self.cluster
         names = list(action.pods)
         if isinstance(action, ZoneReturn):
             names += self.down_zones.pop(action.zone, [])
-        pods = [cluster.pods[cluster.by_name[name]] for name in names]
-        if isinstance(action, MarkLeaving):
-            self._mark_leaving([p for p in pods if not p.removed], now)
-            return
-        for pod in pods:
+        for pod in [cluster.pods[cluster.by_name[name]] for name in names]:
             if pod.zone in self.down_zones:
                 self.down_zones[pod.zone].append(pod.name)  # comes back with its zone
             elif not pod.removed and not pod.up:
@@ -145,6 +132,7 @@ class Script:
                 self.booted.append(pod)
 
     def _mark_leaving(self, pods: list[Pod], now: float) -> None:
+        """A person's mark (`smoothscale drain`): a time, no operator's reason."""
         for pod in pods:
             if pod.leaving_since is None:
                 pod.leaving_since = now
@@ -152,5 +140,5 @@ class Script:
     def _pod(self, where: str, field: str, name: str) -> Pod:
         index = self.cluster.by_name.get(name)
         if index is None or self.cluster.pods[index].removed:
-            raise ScenarioError([f"{where}.{field}: pod {name!r} does not exist any more at that time"])
+            raise ScenarioError([f"{where}.{field}: no pod {name!r} at that time"])
         return self.cluster.pods[index]

@@ -1,12 +1,13 @@
 """The operator in the simulation: an adapter from simulated observations to the operator's control core.
 
-Every decision is the real operator's (`smoothscale.operator.control`): which leaving pods to retire
-(`scaling.plan_pod_set`), whether to plan (`planning.decide_planning`: the probing trigger, caught-up
-copies, the follow-up probe), the planner's input (`snapshot.planner_input`: a task still being revoked
-counts as its old owner's active) and what to publish next (`publishing.next_generation`, the two-phase
-hand-over). This module only turns what the simulated cluster shows into the core's inputs and remembers
-what a real operator would: its last plan and the publication. A restart (the drafts' leader crash)
-forgets the plan but keeps the publication, which lives in the assignment ConfigMap.
+Every decision is the real operator's (`smoothscale.operator.control`): which pods to create, mark leaving,
+take back and retire (`scaling.plan_pod_set`, from the spec the user set and the pods the cluster lists;
+`podset.py` carries the decisions out), whether to plan (`planning.decide_planning`: the probing trigger,
+caught-up copies, the follow-up probe), the planner's input (`snapshot.planner_input`: a task still being
+revoked counts as its old owner's active) and what to publish next (`publishing.next_generation`, the
+two-phase hand-over). This module only turns what the simulated cluster shows into the core's inputs and
+remembers what a real operator would: its last plan and the publication. A restart (the drafts' leader
+crash) forgets the plan but keeps the publication, which lives in the assignment ConfigMap.
 
 What differs between the strategies the simulator compares is theirs alone (`strategies`): the baselines
 (`eager`, `kip441`) switch off the core's catch-up trigger, `eager` its probe too and gates what it publishes;
@@ -25,34 +26,51 @@ from smoothscale.assignor.models import ClientAssignment, Plan, PlannerConfig, S
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.operator.control.names import ordinal_of
 from smoothscale.operator.control.planning import PlanningInput, decide_planning
-from smoothscale.operator.control.pods import PodInfo
-from smoothscale.operator.control.probing import PlanMemory, fingerprint, holders
+from smoothscale.operator.control.pods import PodInfo, leaving_since
+from smoothscale.operator.control.probing import PlanMemory, fingerprint, holders, settled
 from smoothscale.operator.control.publishing import next_generation
-from smoothscale.operator.control.scaling import PodSetInput, plan_pod_set
+from smoothscale.operator.control.scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
 from smoothscale.operator.control.snapshot import ClientObservation, planner_input
-from smoothscale.operator.resource import UpdateStrategy
+from smoothscale.operator.resource import ScalingSpec, UpdateStrategy
 from smoothscale.simulation.strategies import Strategy
 
-REVISION: Final = "simulated"
-"""Every simulated pod runs the same template: the pod set never swaps or restarts on its own."""
+STRATEGY: Final = UpdateStrategy.SWAP
+"""A new template (a host swap) surges new pods and drains old ones; rolling restarts are not simulated."""
+SCALING: Final = ScalingSpec()
+"""The StreamsApp's default scaling settings (maxSurge 100%)."""
 
 
 @dataclass(frozen=True, slots=True)
 class PodReport:
-    """One running pod as the operator sees it."""
+    """One pod as the operator sees it."""
 
     name: str
     zone: str
     capacity: int
     leaving_since: float | None  # simulation seconds
     acked: int  # the generation the pod reports as fully applied
-    incarnation: int  # bumped by every crash: the pod object the operator sees is a new one (its uid)
+    incarnation: int  # unique, renewed by every crash: the pod object is a new one (its uid)
+    revision: str = "0"  # its template's
+    leaving_reason: str | None = None  # the operator's mark's `LeavingReason`; None for a person's
+    ready: bool = True  # up, and it has read its assignment
+
+
+@dataclass(frozen=True, slots=True)
+class AppSpec:
+    """What the pod set aims at: the spec's `replicas` and its template's revision."""
+
+    replicas: int
+    revision: str
 
 
 class View(Protocol):
     """What the operator can observe of the cluster at one instant."""
 
-    def running_pods(self) -> list[PodReport]: ...
+    def listed_pods(self) -> list[PodReport]:
+        """Every pod the API lists (a crashed pod, or one in a zone that is down, is listed, not ready)."""
+
+    def running_pods(self) -> list[PodReport]:
+        """The pods that run: they report metrics and acknowledge generations."""
 
     def lags(self, pod: str) -> dict[str, int]: ...
 
@@ -83,7 +101,7 @@ class _Lags(Mapping[str, int]):
 @dataclass(frozen=True, slots=True)
 class WakeResult:
     publication: Publication | None = None
-    retire: tuple[str, ...] = ()
+    pod_set: PodSetPlan | None = None  # a scrape's pod-set decisions
     plan_reason: str | None = None  # set when this wake re-planned (a `PlanTrigger`)
 
 
@@ -127,12 +145,21 @@ class Operator:
 
     # -- observations, in the core's terms --------------------------------------------------------------
 
-    def clients(self, view: View, pods: list[PodReport], *, lags: bool = True) -> list[ClientObservation]:
+    def clients(
+        self,
+        view: View,
+        pods: list[PodReport],
+        *,
+        lags: bool = True,
+        planned: Mapping[str, PodInfo] | None = None,
+    ) -> list[ClientObservation]:
+        """The pods as planning observes them; with `planned` (the pod set's records after this round's
+        decisions) a pod marked or taken back in this round counts as such already."""
         return [
             ClientObservation(
                 pod=p.name,
                 zone=p.zone,
-                leaving_since=None if p.leaving_since is None else self._instant(p.leaving_since),
+                leaving_since=self._leaving_since(p) if planned is None else leaving_since(planned[p.name]),
                 lags=_Lags(view, p.name) if lags else {},
                 capacity=p.capacity,
                 uid=f"{p.name}/{p.incarnation}",
@@ -140,23 +167,27 @@ class Operator:
             for p in pods
         ]
 
+    def _leaving_since(self, pod: PodReport) -> datetime | None:
+        return None if pod.leaving_since is None else self._instant(pod.leaving_since)
+
     def pod_infos(self, pods: list[PodReport]) -> list[PodInfo]:
-        """The pods as the operator's pod-set decisions read them: one template, running, ready, on a node
-        of their zone; a leaving pod carries its mark's time (to the microsecond: the simulated clock's)."""
+        """The pods as the operator's pod-set decisions read them: running (a crashed one restarts in
+        place), on a node of their zone; a leaving pod carries its mark's time (to the microsecond: the
+        simulated clock's)."""
         return [
             PodInfo(
                 name=p.name,
                 uid=f"{p.name}/{p.incarnation}",
                 app=self.app,
                 ordinal=ordinal_of(self.app, p.name),
-                revision=REVISION,
+                revision=p.revision,
                 leaving=None if p.leaving_since is None else self._instant(p.leaving_since).isoformat(),
-                leaving_reason=None,
+                leaving_reason=p.leaving_reason,
                 node=p.zone,
                 ip=None,
                 metrics_port=None,
                 phase="Running",
-                ready=True,
+                ready=p.ready,
                 deleting=False,
             )
             for p in pods
@@ -170,15 +201,19 @@ class Operator:
 
     # -- one pass of the loop -------------------------------------------------------------------------
 
-    def wake(self, now: float, view: View, *, scrape: bool) -> WakeResult:
-        """A scrape observes everything and may re-plan; a poll between scrapes only moves a hand-over on
-        (the operator polls the pods it waits on)."""
+    def wake(self, now: float, view: View, spec: AppSpec, *, scrape: bool) -> WakeResult:
+        """A scrape observes everything, decides the pod set and may re-plan (seeing the pod set's decisions
+        as the operator's round does); a poll between scrapes only moves a hand-over on (the operator polls
+        the pods it waits on)."""
         pods = view.running_pods()
-        retire: tuple[str, ...] = ()
+        decided = None
         reason = None
         if scrape:
-            retire = self._retirements(now, pods)
-            reason = self._maybe_plan(now, view, [p for p in pods if p.name not in retire])
+            infos = self.pod_infos(view.listed_pods())
+            decided = self._plan_pod_set(now, infos, spec)
+            after = as_planned(infos, decided, self._instant(now))
+            planned = {info.name: info for info in after if not info.deleting}
+            reason = self._maybe_plan(now, view, [p for p in pods if p.name in planned], planned)
         publication = None
         acked = {p.name: p.acked for p in pods}  # a pod retired now may be processing until it is gone
         inputs = (self._memory_version, self.published.generation, tuple(sorted(acked.items())))
@@ -200,32 +235,34 @@ class Operator:
                 self._idle_on = inputs  # the same inputs give the same answer: skip them next time
             else:
                 self.published = publication
-        return WakeResult(publication=publication, retire=retire, plan_reason=reason)
+        return WakeResult(publication=publication, pod_set=decided, plan_reason=reason)
 
-    def _retirements(self, now: float, pods: list[PodReport]) -> tuple[str, ...]:
-        """The operator's pod-set decision, with `replicas` the pods that stay: it retires a leaving pod once
-        the publication leaves it nothing (no task, no hand-over waiting for it) or its timeout expired."""
-        if not any(p.leaving_since is not None for p in pods):
-            return ()
-        decided = plan_pod_set(
+    def pod_set(self, now: float, view: View, spec: AppSpec) -> PodSetPlan:
+        """A round woken by a change of the app or its pods (the operator watches both): the pod-set step,
+        before the next scrape plans."""
+        return self._plan_pod_set(now, self.pod_infos(view.listed_pods()), spec)
+
+    def _plan_pod_set(self, now: float, pods: list[PodInfo], spec: AppSpec) -> PodSetPlan:
+        return plan_pod_set(
             PodSetInput(
                 app=self.app,
-                replicas=sum(1 for p in pods if p.leaving_since is None),
-                revision=REVISION,
-                strategy=UpdateStrategy.SWAP,
-                max_surge=0,
+                replicas=spec.replicas,
+                revision=spec.revision,
+                strategy=STRATEGY,
+                max_surge=SCALING.max_surge_pods(spec.replicas),
                 scale_down_timeout=self.config.scale_down_timeout_seconds,
                 delete_claims=False,
-                pods=self.pod_infos(pods),
+                pods=pods,
                 holding=holders(self.published),
-                settled=False,
+                settled=settled(self._memory, self.published),
                 now=self._instant(now),
             )
         )
-        return tuple(r.pod for r in decided.retire)
 
-    def _maybe_plan(self, now: float, view: View, pods: list[PodReport]) -> str | None:
-        clients = self.clients(view, pods)
+    def _maybe_plan(
+        self, now: float, view: View, pods: list[PodReport], planned: Mapping[str, PodInfo]
+    ) -> str | None:
+        clients = self.clients(view, pods, planned=planned)
         memory = self._memory
         decision = decide_planning(
             PlanningInput(
@@ -234,7 +271,7 @@ class Operator:
                 clients=clients,
                 published=self.published,
                 reported=[p.name for p in pods],
-                staying=[p.name for p in pods if p.leaving_since is None],
+                staying=[p.name for p in pods if not planned[p.name].is_leaving],
                 acceptable_recovery_lag=self.config.acceptable_recovery_lag,
                 catch_up_trigger=self.config.catch_up_trigger,
                 now=self._instant(now),

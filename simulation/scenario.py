@@ -105,23 +105,33 @@ class EventBase(ScenarioModel):
 
 
 class ScaleOut(EventBase):
+    """`replicas` raised by `pods`: the operator creates the missing pods (or takes back leaving ones)."""
+
     type: Literal["scaleOut"]
-    pods: int = Field(ge=1, description="pods to add")
-    pod_spec: PodSpec | None = Field(None, description="machine of the new pods; default the scenario's")
+    pods: int = Field(ge=1, description="pods to add to replicas")
+    pod_spec: PodSpec | None = Field(
+        None, description="machine of the pods created from now on; default the scenario's"
+    )
 
 
 class ScaleIn(EventBase):
+    """`replicas` lowered: by `pods` (the operator marks the highest ordinals leaving), or by draining
+    exactly `podNames` (a person marks them leaving; they count toward the excess)."""
+
     type: Literal["scaleIn"]
-    pods: int | None = Field(None, ge=1, description="pods to retire, highest ordinals first")
+    pods: int | None = Field(None, ge=1, description="pods to remove from replicas")
     pod_names: list[str] | None = Field(None, min_length=1, description="or exactly these pods")
 
 
 class HostSwap(EventBase):
-    """Online host swap (the drafts): as many new pods as there are staying ones, then the old ones leave."""
+    """Online host swap (the drafts): a new pod template with `updateStrategy: Swap` and the default maxSurge
+    (100%): the operator surges a new pod for every old one and marks an old pod leaving for each new pod
+    that is ready (has read its assignment)."""
 
     type: Literal["hostSwap"]
-    leave_after_seconds: Seconds = Field(0, description="delay between adding the new pods and marking")
-    pod_spec: PodSpec | None = Field(None, description="machine of the new pods; default the scenario's")
+    pod_spec: PodSpec | None = Field(
+        None, description="machine of the pods created from now on; default the scenario's"
+    )
 
 
 class PodCrash(EventBase):
@@ -140,11 +150,12 @@ class ZoneOutage(EventBase):
 
 
 class Drain(EventBase):
-    """A person marks one pod leaving (`smoothscale drain`); the operator replaces it unless told not to."""
+    """A person marks one pod leaving (`smoothscale drain`); the operator replaces it unless `replicas` is
+    lowered with it."""
 
     type: Literal["drain"]
     pod: str = Field(min_length=1)
-    replace: bool = Field(True, description="create a replacement pod, keeping the replica count")
+    replace: bool = Field(True, description="keep replicas, so that the operator creates a replacement")
 
 
 class InputRate(EventBase):
@@ -224,7 +235,14 @@ def _problem(loc: tuple[int | str, ...], message: str) -> str:
 
 
 def scenario_problems(scenario: Scenario) -> list[str]:
-    """Cross-field checks: names that must exist, pods that must remain. Pod names are traced statically."""
+    """Cross-field checks: names that must exist, `replicas` that must stay positive.
+
+    Which pods exist when is the operator's decision (`plan_pod_set`: the lowest free ordinal, reused once
+    the assignment no longer names it), known only by running the scenario, which then reports a pod missing
+    at its time. Here a name is checked against the ordinals that can exist by then: an ordinal is never
+    higher than the number of pods created before it, and each event adds at most its new replicas, a swap's
+    surge (every pod) or a drain's replacement.
+    """
     problems: list[str] = []
     for dup in sorted(z for z, n in Counter(scenario.zones).items() if n > 1):
         problems.append(f"zones: zone {dup!r} appears more than once")
@@ -233,41 +251,32 @@ def scenario_problems(scenario: Scenario) -> list[str]:
         problems.append(f"topology.subtopologies[].name: {dup!r} appears more than once")
     if scenario.duration_seconds is None and not scenario.events:
         problems.append("durationSeconds: required when there are no events (nothing to wait for)")
-    existing = {f"{scenario.app}-{i}" for i in range(scenario.pods.count)}
-    staying = set(existing)
-    ordinal = scenario.pods.count
+    replicas = created = scenario.pods.count
     for i, event in sorted(enumerate(scenario.events), key=lambda e: e[1].at):
         where = f"events[{i}] ({event.type})"
-        if isinstance(event, ScaleOut | HostSwap | Drain):
-            added = event.pods if isinstance(event, ScaleOut) else 0
-            if isinstance(event, HostSwap):
-                added = len(staying)
-                staying.clear()
-            if isinstance(event, Drain):
-                problems.extend(_unknown_pod(where, "pod", event.pod, existing))
-                staying.discard(event.pod)
-                added = 1 if event.replace else 0
-            new = {f"{scenario.app}-{n}" for n in range(ordinal, ordinal + added)}
-            existing |= new
-            staying |= new
-            ordinal += added
+        if isinstance(event, ScaleOut):
+            replicas += event.pods
+            created += event.pods
+        elif isinstance(event, HostSwap):
+            created += replicas
+        elif isinstance(event, Drain):
+            problems.extend(_unknown_pod(scenario.app, where, "pod", event.pod, created))
+            if event.replace:
+                created += 1
+            else:
+                replicas -= 1
         elif isinstance(event, ScaleIn):
             if (event.pods is None) == (event.pod_names is None):
                 problems.append(f"{where}: give exactly one of pods and podNames")
                 continue
             for name in event.pod_names or []:
-                problems.extend(_unknown_pod(where, "podNames", name, staying))
+                problems.extend(_unknown_pod(scenario.app, where, "podNames", name, created))
             leaving = len(event.pod_names) if event.pod_names is not None else event.pods or 0
-            if leaving >= len(staying):
-                problems.append(
-                    f"{where}: retires {leaving} of {len(staying)} staying pods; keep at least one"
-                )
-            if event.pod_names is not None:
-                staying -= set(event.pod_names)
-            else:
-                staying = set(sorted(staying, key=_ordinal)[: len(staying) - leaving])
+            if leaving >= replicas:
+                problems.append(f"{where}: retires {leaving} of {replicas} staying pods; keep at least one")
+            replicas -= leaving
         elif isinstance(event, PodCrash):
-            problems.extend(_unknown_pod(where, "pod", event.pod, existing))
+            problems.extend(_unknown_pod(scenario.app, where, "pod", event.pod, created))
         elif isinstance(event, ZoneOutage) and event.zone not in scenario.zones:
             problems.append(f"{where}.zone: unknown zone {event.zone!r}; expected one of zones")
         elif (
@@ -277,12 +286,8 @@ def scenario_problems(scenario: Scenario) -> list[str]:
     return problems
 
 
-def _ordinal(pod: str) -> int:
-    return int(pod.rsplit("-", 1)[1])
-
-
-def _unknown_pod(where: str, field: str, pod: str, known: set[str]) -> list[str]:
-    if pod in known:
+def _unknown_pod(app: str, where: str, field: str, pod: str, created: int) -> list[str]:
+    prefix, _, ordinal = pod.rpartition("-")
+    if prefix == app and ordinal.isdigit() and int(ordinal) < created and str(int(ordinal)) == ordinal:
         return []
-    listed = ", ".join(sorted(known, key=_ordinal))
-    return [f"{where}.{field}: no pod {pod!r} at that time; expected one of {listed}"]
+    return [f"{where}.{field}: no pod {pod!r} at that time; expected one of {app}-0 .. {app}-{created - 1}"]

@@ -23,6 +23,7 @@ with the number of copies, not tasks x pods.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,10 +51,17 @@ class Pod:
     ordinal: int
     zone: int
     spec: PodSpec
+    revision: str
+    """The template revision it was created from (a host swap is a new one)."""
+    index: int
+    """Its position in `Cluster.pods` (and in every per-pod array): a name may be reused, a position not."""
+    incarnation: int
+    """Unique in the cluster, renewed by every crash: what the pod was about to apply is lost."""
     up: bool = True
     removed: bool = False
     leaving_since: float | None = None
-    incarnation: int = 0  # bumped by every crash: what the pod was about to apply is lost
+    leaving_reason: str | None = None
+    """Why the operator marked it leaving (`LeavingReason`); None when a person did, or it is not leaving."""
     applied_generation: int = -1
     applied: ClientAssignment = field(default_factory=ClientAssignment)
 
@@ -141,16 +149,19 @@ class Cluster:
         self.tasks = tasks
         self.pods: list[Pod] = []
         self.by_name: dict[str, int] = {}
+        """The position of the latest pod of each name."""
         self.task_index = {task.id: i for i, task in enumerate(tasks.models)}
         self.copies = Copies()
+        self._incarnations = itertools.count()
         self._rates: Rates | None = None
         self._pod_arrays: PodArrays | None = None
 
     # -- membership --------------------------------------------------------------------------------
 
-    def add_pod(self, name: str, ordinal: int, zone: int, spec: PodSpec) -> Pod:
-        pod = Pod(name=name, ordinal=ordinal, zone=zone, spec=spec)
-        self.by_name[name] = len(self.pods)
+    def add_pod(self, name: str, ordinal: int, zone: int, spec: PodSpec, revision: str) -> Pod:
+        index = len(self.pods)
+        pod = Pod(name, ordinal, zone, spec, revision, index, next(self._incarnations))
+        self.by_name[name] = index
         self.pods.append(pod)
         self.changed(pods=True)
         return pod
@@ -163,12 +174,12 @@ class Cluster:
         return [p for p in self.pods if p.up]
 
     def index(self, pod: Pod) -> int:
-        return self.by_name[pod.name]
+        return pod.index
 
     def crash(self, pod: Pod, *, keep_state: bool) -> None:
         """The pod stops at once; its state stays on its volume or is gone."""
         pod.up = False
-        pod.incarnation += 1
+        pod.incarnation = next(self._incarnations)
         pod.applied_generation = -1
         pod.applied = ClientAssignment()
         p = self.index(pod)

@@ -29,7 +29,7 @@ from ..resource import (
 )
 from . import names
 from .events import rack_unknown_message
-from .observed import PodMetrics, ScrapeResult
+from .observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .pods import PodInfo, leaving_since
 
 
@@ -39,6 +39,29 @@ class Problem:
 
     reason: str
     message: str
+
+
+def degraded(
+    *,
+    held_for: Sequence[str] = (),
+    unreadable: str | None = None,
+    failures: Mapping[str, ScrapeFailure] | None = None,
+) -> Problem | None:
+    """The `Degraded` condition's problem, the most consequential first: planning held for pods that hold
+    tasks and report no metrics (their tasks stay put), an assignment ConfigMap that cannot be read (nothing
+    is published), then pods whose metrics failed (`failures`: those that matter, see the reconciler)."""
+    if held_for:
+        return Problem(
+            "MetricsUnavailable",
+            f"planning held: no metrics from {', '.join(held_for)}, which hold tasks; "
+            "their tasks stay where they are until the pods report again or are gone",
+        )
+    if unreadable is not None:
+        return Problem("AssignmentUnreadable", f"the assignment ConfigMap cannot be read: {unreadable}")
+    failed = sorted(f"{pod} ({failure.reason})" for pod, failure in (failures or {}).items())
+    if failed:
+        return Problem("MetricsUnavailable", f"no metrics from {', '.join(failed)}")
+    return None
 
 
 @dataclass(frozen=True)

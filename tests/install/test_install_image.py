@@ -95,7 +95,7 @@ def test_every_package_folder_reaches_the_build() -> None:
 
 
 def test_test_infrastructure_stays_out_of_the_image() -> None:
-    """The API emulator and the process-less kubelet are for tests and the demo: the image's environment
+    """The API emulator and the in-memory pod runtime are for tests and the demo: the image's environment
     loses them, the `operator` extra does not pull their dependency (kmock), and the operator's command runs
     without them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -103,6 +103,8 @@ def test_test_infrastructure_stays_out_of_the_image() -> None:
     assert not any(dep.startswith("kmock") for dep in project["project"]["optional-dependencies"]["operator"])
     build_runs = " ".join(args for name, args in _stages()[0] if name == "RUN")
     assert "rm -r /opt/smoothscale/lib/python3.11/site-packages/smoothscale/sandbox/emulator" in build_runs
+    # The kubelet stand-in's test-only runtime (pods faked in memory) lives in the folder the image drops.
+    assert (ROOT / "sandbox" / "emulator" / "memoryruntime.py").is_file()
     code = (
         "import sys, smoothscale.cli.main, smoothscale.operator.entry, smoothscale.operator.main; "
         "print(sorted(m for m in sys.modules if m.startswith(('smoothscale.sandbox.emulator', 'kmock'))))"

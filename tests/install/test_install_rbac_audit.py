@@ -35,7 +35,7 @@ from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.main import build_registry
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import memory_kubelet
 
 TOKEN = "smoothscale-operator-service-account"
 ADMISSION_ONLY = {Access("smoothscale.io", "streamsapps/finalizers", "update")}
@@ -123,7 +123,7 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
     secret = {"metadata": {"name": "orders-kafka"}, "stringData": {"username": "u", "password": "p"}}
     with (
         kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig)) as client,
-        FakeKubelet(cluster.url, catch_up_lag=1000) as fake,
+        memory_kubelet(cluster, catch_up_lag=1000) as fake,
         KopfRunner(
             ["run", "-A", "--standalone"], registry=build_registry(OperatorContext(config)), timeout=60
         ),

@@ -18,7 +18,7 @@ from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.main import build_registry
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime, memory_kubelet
 
 
 @pytest.fixture()
@@ -39,8 +39,8 @@ def kube(k8s: kubernetes.client.ApiClient) -> Kubectl:
 
 
 @pytest.fixture()
-def fake(cluster: RunningEmulator) -> Iterator[FakeKubelet]:
-    with FakeKubelet(cluster.url, catch_up_lag=1000) as running:
+def fake(cluster: RunningEmulator) -> Iterator[MemoryRuntime]:
+    with memory_kubelet(cluster, catch_up_lag=1000) as running:
         yield running
     assert running.violations == [], running.violations
 

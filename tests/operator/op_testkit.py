@@ -1,6 +1,7 @@
 """Helpers of the operator's tests (a uniquely named module): manifests, waiting, kubectl-like reads.
 
-The pods themselves are faked by `smoothscale.sandbox.emulator.fakekubelet.FakeKubelet` (no processes).
+The pods themselves run in the kubelet stand-in with pods faked in memory
+(`smoothscale.sandbox.emulator.memoryruntime`: no processes).
 """
 
 from __future__ import annotations

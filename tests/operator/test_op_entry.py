@@ -10,13 +10,13 @@ from pathlib import Path
 from op_testkit import Kubectl, balanced, operator_process, streamsapp, wait_for
 
 from smoothscale.sandbox.emulator import RunningEmulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 KOPF = str(Path(sys.executable).with_name("kopf"))
 
 
 def test_kopf_run_with_the_entry_module_runs_the_operator_from_environment_settings(
-    cluster: RunningEmulator, kube: Kubectl, fake: FakeKubelet, tmp_path: Path
+    cluster: RunningEmulator, kube: Kubectl, fake: MemoryRuntime, tmp_path: Path
 ) -> None:
     env = {
         **os.environ,

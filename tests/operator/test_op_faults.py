@@ -9,11 +9,11 @@ import pytest
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
 from smoothscale.operator.config import OperatorConfig
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 
 def test_a_lost_pod_is_replaced_under_its_name_after_its_tasks_moved(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
@@ -34,7 +34,7 @@ def test_a_lost_pod_is_replaced_under_its_name_after_its_tasks_moved(
 
 
 def test_a_pod_without_metrics_holds_planning_and_degrades_the_app(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
@@ -61,7 +61,7 @@ def test_a_pod_without_metrics_holds_planning_and_degrades_the_app(
         assert "MetricsRecovered" in kube.reasons()
 
 
-def test_garbage_metrics_are_reported_not_trusted(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
+def test_garbage_metrics_are_reported_not_trusted(kube: Kubectl, fake: MemoryRuntime, run_operator) -> None:
     with run_operator() as context:
         kube.apply(streamsapp(replicas=2, partitions=4))
         wait_for(lambda: balanced(kube.publication(), 2, 4), what="balance")
@@ -99,7 +99,7 @@ _GOOD_CONTAINERS = streamsapp()["spec"]["template"]["spec"]["containers"]
 )
 def test_an_invalid_spec_freezes_the_app_on_its_last_good_assignment(
     kube: Kubectl,
-    fake: FakeKubelet,
+    fake: MemoryRuntime,
     run_operator,
     broken: dict[str, Any],
     field: str,
@@ -129,7 +129,7 @@ def test_an_invalid_spec_freezes_the_app_on_its_last_good_assignment(
 
 
 def test_an_unreadable_assignment_is_never_published_over(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     kube.apply(streamsapp(replicas=2, partitions=4))
     garbage = {
@@ -150,7 +150,7 @@ def test_an_unreadable_assignment_is_never_published_over(
 
 
 def test_a_deleted_assignment_is_rebuilt_behind_a_barrier(
-    kube: Kubectl, fake: FakeKubelet, run_operator, operator_config: OperatorConfig
+    kube: Kubectl, fake: MemoryRuntime, run_operator, operator_config: OperatorConfig
 ) -> None:
     with run_operator(operator_config.model_copy(update={"assignment_recheck": 0.5})):
         kube.apply(streamsapp(replicas=3, partitions=6))

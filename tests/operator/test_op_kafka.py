@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer
 from op_testkit import NAMESPACE, Kubectl, actives, balanced, streamsapp, wait_for
 
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka.certs import server_certificate
 from smoothscale.sandbox.kafka.topics import QUIET, create_topic, produce
@@ -67,7 +67,7 @@ def settled(kube: Kubectl) -> bool:
 
 
 def test_min_traffic_puts_actives_in_their_partitions_zones_read_from_broker_rack(
-    kafka_racks: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+    kafka_racks: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     # Partition p lives on node (p+1) % 3 + 1, so its zone is never the zone of pod p % 3.
     replicas = [[(p + 1) % 3 + 1] for p in range(6)]
@@ -99,7 +99,7 @@ def test_min_traffic_puts_actives_in_their_partitions_zones_read_from_broker_rac
 
 
 def test_changelog_end_offsets_and_the_consumer_group_are_read(
-    kafka_broker: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+    kafka_broker: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     create_topic(bootstrap, "orders-counts-changelog", 6)
@@ -133,7 +133,7 @@ def unavailable(kube: Kubectl) -> dict[str, Any]:
 
 
 def test_an_unreachable_bootstrap_address_is_named_and_planning_goes_on(
-    kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+    kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     with run_operator():
         kube.apply(kafka_app("127.0.0.1:1"))
@@ -149,7 +149,7 @@ def test_an_unreachable_bootstrap_address_is_named_and_planning_goes_on(
 
 
 def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
-    sasl_kafka: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+    sasl_kafka: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     with run_operator():
         kube.apply(kafka_app(sasl_kafka.sasl_bootstrap_servers, **sasl_settings("orders-kafka")))
@@ -174,7 +174,7 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
 
 
 def test_tls_trusts_the_ca_of_the_secret_and_names_a_certificate_it_cannot_verify(
-    sasl_kafka: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory
+    sasl_kafka: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     assert sasl_kafka.certificate is not None
     put_secret(kube, "orders-tls", {"ca.crt": server_certificate().ca_pem})  # another CA
@@ -191,7 +191,11 @@ def test_tls_trusts_the_ca_of_the_secret_and_names_a_certificate_it_cannot_verif
 
 
 def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
-    sasl_kafka: KafkaCluster, kube: Kubectl, fake: FakeKubelet, run_operator: OperatorFactory, tmp_path: Path
+    sasl_kafka: KafkaCluster,
+    kube: Kubectl,
+    fake: MemoryRuntime,
+    run_operator: OperatorFactory,
+    tmp_path: Path,
 ) -> None:
     bootstrap = sasl_kafka.bootstrap_servers
     create_topic(bootstrap, "orders-counts-changelog", 6)

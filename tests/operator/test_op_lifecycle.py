@@ -7,10 +7,10 @@ import urllib.request
 
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 
-def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
+def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: MemoryRuntime, run_operator) -> None:
     with run_operator() as context:
         kube.apply(streamsapp(replicas=3, partitions=6))
         wait_for(lambda: len(kube.pods()) == 3, what="3 pods")
@@ -43,7 +43,9 @@ def test_creation_runs_every_task_on_the_new_pods(kube: Kubectl, fake: FakeKubel
         assert "smoothscale_operator_plan_duration_seconds_bucket" in exposition
 
 
-def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
+def test_scale_up_warms_new_pods_before_moving_tasks(
+    kube: Kubectl, fake: MemoryRuntime, run_operator
+) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
         before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
@@ -71,7 +73,7 @@ def test_scale_up_warms_new_pods_before_moving_tasks(kube: Kubectl, fake: FakeKu
 
 
 def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=5, partitions=10, storage=True))
@@ -103,7 +105,7 @@ def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
 
 
 def test_scale_down_timeout_hands_tasks_to_the_most_caught_up_pods(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=4, partitions=8, standbys=0, scaling={"scaleDownTimeout": "2s"}))
@@ -126,7 +128,7 @@ def test_scale_down_timeout_hands_tasks_to_the_most_caught_up_pods(
 
 
 def test_deleting_an_app_stops_its_loop_and_removes_what_it_owned(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator() as context:
         kube.apply(streamsapp(replicas=2, partitions=4))
@@ -149,7 +151,7 @@ def test_deleting_an_app_stops_its_loop_and_removes_what_it_owned(
 
 
 def test_a_pod_still_starting_gets_no_task_and_no_warning(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     """A new pod takes tasks once it is ready: a stateless task moved to a pod whose process is not up yet
     would stand still (on a real API server the sandbox's new pods took seconds to start, and tasks went

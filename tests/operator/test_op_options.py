@@ -22,7 +22,7 @@ from smoothscale.operator.scrape import (
     ScrapeFailure,
     parse_metrics,
 )
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 EAGER, BATCHED = CatchUpTrigger.EAGER, CatchUpTrigger.BATCHED
@@ -172,7 +172,9 @@ def test_the_snapshot_carries_the_weights() -> None:
     assert weights == pytest.approx({"0_0": 3.0, "0_1": 1.0, "1_0": 3.0, "1_1": 1.0})
 
 
-def test_measured_rates_rebalance_the_pods_by_weight(kube: Kubectl, fake: FakeKubelet, run_operator) -> None:
+def test_measured_rates_rebalance_the_pods_by_weight(
+    kube: Kubectl, fake: MemoryRuntime, run_operator
+) -> None:
     """Subtopologies a (4 tasks) and b (8), equal in the spec, on 3 pods: 2 a + 2 b on one pod, 1 a + 3 b on
     the others. Once the pods report a's tasks at 1,000 records/s and b's at 100, the next plan (on a spec
     change) leaves the pod with two a tasks nothing else: 5 (2 x 2.5) against 2.5 + 5 x 0.25 twice."""

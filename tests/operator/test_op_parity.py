@@ -1,10 +1,13 @@
 """The operator and the simulator take the same decisions on the same observations.
 
-One sequence of rounds (a 3 -> 4 scale-out whose new pod warms up, then a drain of one pod) is played to the
-operator's real reconciler (`AppReconciler`, against the API emulator, its pods' metrics answered from the
-sequence) and recorded: every pod it listed and every metric it scraped. The recording is then replayed to
-the simulator's operator (`smoothscale.simulation.operator_loop.Operator`, the `smoothscale` strategy).
-Round by round, both must retire the same pods, plan for the same reason, and publish the same generation.
+One sequence of rounds is played to the operator's real reconciler (`AppReconciler`, against the API
+emulator, its pods' metrics answered from the sequence): it creates the pods of `replicas: 3`, a scale-out
+to 4 whose new pod warms up, a drain of one pod (replaced), a scale-in to 3 taken back a round later. The
+pods it creates are bound and ready by the next round. Every round is recorded: the spec, every pod it
+listed, every metric it scraped, and what it decided. The recording is then replayed to the simulator's
+operator (`smoothscale.simulation.operator_loop.Operator`, the `smoothscale` strategy). Round by round, both
+must take the same pod-set steps (create, mark leaving, take back, retire), plan for the same reason, and
+publish the same generation.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.control import names
 from smoothscale.operator.control.observed import PodMetrics, ScrapeResult
 from smoothscale.operator.control.pods import format_time
+from smoothscale.operator.control.scaling import PodSetPlan
 from smoothscale.operator.control.snapshot import build_tasks
 from smoothscale.operator.podset import template_revision
 from smoothscale.operator.reconcile import AppReconciler, Observation
 from smoothscale.operator.resource import load_spec, planner_config
 from smoothscale.sandbox.emulator import RunningEmulator
-from smoothscale.simulation.operator_loop import Operator, PodReport
+from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport
 from smoothscale.simulation.strategies import make_strategy
 
 APP, NAMESPACE, UID = "parity", "default", "parity-uid"
@@ -45,9 +49,25 @@ SPEC: dict[str, Any] = {
     "assignment": {"numStandbys": 1, "acceptableRecoveryLag": 100, "maxWarmupReplicas": 2},
 }
 TASKS = [f"0_{p}" for p in range(6)]
-JOINS = {0: ["parity-0", "parity-1", "parity-2"], 3: ["parity-3"]}
+REPLICAS = {0: 3, 3: 4, 18: 3, 19: 4}
+"""round -> the `replicas` a user sets then."""
 DRAIN = (12, "parity-1")
-ROUNDS = 24
+ROUNDS = 30
+POD_SET_STEPS = ("stamp-leaving", "leaving", "kept", "retire", "remove-stopped", "restart", "create")
+"""The journal's `scaling` steps of the pod-set decisions, in the order the operator takes them."""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A pod as the operator listed it."""
+
+    name: str
+    zone: str
+    leaving_since: datetime | None
+    leaving_reason: str | None
+    uid: str
+    revision: str
+    ready: bool
 
 
 @dataclass
@@ -55,9 +75,11 @@ class Round:
     """What the operator observed in one round, and what it decided."""
 
     now: datetime
-    pods: list[tuple[str, str, datetime | None, str]]  # name, zone, leaving since, uid
+    replicas: int
+    pods: list[Listed]
     metrics: dict[str, PodMetrics]
-    retired: list[str] = field(default_factory=list)
+    steps: list[tuple[str, str]] = field(default_factory=list)
+    """(journal step, pod) of its pod-set decisions."""
     planned: str | None = None
     published: Publication = EMPTY
 
@@ -71,11 +93,11 @@ class World:
         self.held_since: dict[tuple[str, str], int] = {}
         self.acked: dict[str, int] = {}
 
-    def start_pod(self, name: str, ordinal: int) -> None:
-        node = sorted(ZONES)[ordinal % len(ZONES)]
-        labels = {**names.app_labels(APP), names.REVISION_LABEL: template_revision(load_spec(SPEC))}
-        body = {"metadata": {"name": name, "labels": labels}, "spec": {"nodeName": node, "containers": []}}
-        self.core.create_namespaced_pod(NAMESPACE, body)
+    def start_pod(self, name: str) -> None:
+        """Bind a pod the operator created to the node of its ordinal's zone and report it running, ready."""
+        node = sorted(ZONES)[int(name.rsplit("-", 1)[1]) % len(ZONES)]
+        binding = {"metadata": {"name": name}, "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        self.core.create_namespaced_pod_binding(name, NAMESPACE, binding, _preload_content=False)
         status = {
             "phase": "Running",
             "podIP": "127.0.0.1",
@@ -154,45 +176,68 @@ async def _operator_rounds(cluster: RunningEmulator, journal: Path) -> list[Roun
         world = World(core)
         reconciler = AppReconciler(AppRef(NAMESPACE, APP, UID), context)
         published = EMPTY
+        replicas = 0
         try:
             for index in range(ROUNDS):
                 now = EPOCH + timedelta(seconds=ROUND_SECONDS * index)
                 clock["now"] = now
-                for name in JOINS.get(index, []):
-                    world.start_pod(name, int(name.rsplit("-", 1)[1]))
+                replicas = REPLICAS.get(index, replicas)
                 if index == DRAIN[0]:
                     world.drain(DRAIN[1], now)
                 listed = core.list_namespaced_pod(NAMESPACE).items
-                # `replicas` follows the pods that stay: the pod set's only decision here is retirement.
-                staying = sum(names.LEAVING_ANNOTATION not in (p.metadata.annotations or {}) for p in listed)
                 scraper.answer = world.metrics(index, published)
                 seen = len(journal.read_text().splitlines()) if journal.exists() else 0
-                await reconciler.reconcile(Observation(body=_body(staying), zones=ZONES))
+                await reconciler.reconcile(Observation(body=_body(replicas), zones=ZONES))
                 published = reconciler.publication
-                retired = [e["pod"] for e in _journal(journal, "scaling", seen) if e["step"] == "retire"]
-                plans = [e["reason"] for e in _journal(journal, "plan", seen)]
-                pods = [
-                    (
-                        p.metadata.name,
-                        ZONES[p.spec.node_name],
-                        _since((p.metadata.annotations or {}).get(names.LEAVING_ANNOTATION)),
-                        p.metadata.uid,
-                    )
-                    for p in listed
+                steps = [
+                    (e["step"], e["pod"])
+                    for e in _journal(journal, "scaling", seen)
+                    if e["step"] in POD_SET_STEPS
                 ]
+                plans = [e["reason"] for e in _journal(journal, "plan", seen)]
+                pods = [_listed(p) for p in listed]
+                metrics = dict(scraper.answer)
                 rounds.append(
-                    Round(now, pods, dict(scraper.answer), retired, plans[0] if plans else None, published)
+                    Round(now, replicas, pods, metrics, steps, plans[0] if plans else None, published)
                 )
-                for name in retired:
-                    world.acked.pop(name, None)
+                for step, name in steps:
+                    if step == "retire":
+                        world.acked.pop(name, None)
+                    elif step == "create":
+                        world.start_pod(name)
                 world.applied(published)
         finally:
             await context.close()
     return rounds
 
 
-def _since(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
+def _listed(pod: Any) -> Listed:
+    annotations = pod.metadata.annotations or {}
+    since = annotations.get(names.LEAVING_ANNOTATION)
+    return Listed(
+        name=pod.metadata.name,
+        zone=ZONES[pod.spec.node_name],
+        leaving_since=None if since is None else datetime.fromisoformat(since),
+        leaving_reason=annotations.get(names.LEAVING_REASON_ANNOTATION),
+        uid=pod.metadata.uid,
+        revision=pod.metadata.labels[names.REVISION_LABEL],
+        ready=any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []),
+    )
+
+
+def _steps(decided: PodSetPlan | None) -> list[tuple[str, str]]:
+    """The simulator's pod-set decisions as the operator's journal names its steps."""
+    if decided is None:
+        return []
+    return [
+        *(("stamp-leaving", pod) for pod in decided.stamp_leaving),
+        *(("leaving", pod) for pod, _ in decided.mark_leaving),
+        *(("kept", pod) for pod in decided.unmark_leaving),
+        *(("retire", retired.pod) for retired in decided.retire),
+        *(("remove-stopped", pod) for pod in decided.remove_stopped),
+        *(("restart", pod) for pod in decided.restart),
+        *(("create", names.pod_name(APP, ordinal)) for ordinal in decided.create),
+    ]
 
 
 class Replay:
@@ -201,18 +246,28 @@ class Replay:
     def __init__(self, observed: Round) -> None:
         self.observed = observed
 
-    def running_pods(self) -> list[PodReport]:
+    def listed_pods(self) -> list[PodReport]:
         return [
             PodReport(
-                name,
-                zone,
+                pod.name,
+                pod.zone,
                 1,
-                None if since is None else (since - EPOCH).total_seconds(),
-                self.observed.metrics[name].generation or 0,
-                hash(uid),
+                None if pod.leaving_since is None else (pod.leaving_since - EPOCH).total_seconds(),
+                self._acked(pod.name),
+                hash(pod.uid),
+                pod.revision,
+                pod.leaving_reason,
+                pod.ready,
             )
-            for name, zone, since, uid in self.observed.pods
+            for pod in self.observed.pods
         ]
+
+    def running_pods(self) -> list[PodReport]:
+        return [pod for pod in self.listed_pods() if pod.name in self.observed.metrics]
+
+    def _acked(self, pod: str) -> int:
+        metrics = self.observed.metrics.get(pod)
+        return -1 if metrics is None else metrics.generation or 0
 
     def lags(self, pod: str) -> dict[str, int]:
         return dict(self.observed.metrics[pod].lags)
@@ -230,15 +285,24 @@ async def test_the_simulator_decides_as_the_operator_on_the_same_observations(
         EPOCH,
         APP,
     )
+    revision = template_revision(spec)
     reasons = []
     for index, observed in enumerate(recorded):
-        result = simulated.wake((observed.now - EPOCH).total_seconds(), Replay(observed), scrape=True)
+        seconds = (observed.now - EPOCH).total_seconds()
+        result = simulated.wake(seconds, Replay(observed), AppSpec(observed.replicas, revision), scrape=True)
         where = f"round {index} at +{ROUND_SECONDS * index}s"
-        assert list(result.retire) == observed.retired, where
+        assert _steps(result.pod_set) == observed.steps, where
         assert result.plan_reason == observed.planned, where
         assert simulated.published == observed.published, where
         reasons.append(observed.planned)
-    # The sequence exercised what it is about: a first plan, the new pod, catch-ups, the drain, a retirement.
+    # The sequence exercised what it is about: a first plan, the new pods, catch-ups, the drain and its
+    # replacement, a retirement, a scale-in taken back.
     assert {"FirstPlan", "PodsChanged", "CaughtUp"} <= set(reasons)
-    assert [r.retired for r in recorded if r.retired] == [[DRAIN[1]]]
+    steps = [step for r in recorded for step in r.steps]
+    assert [pod for step, pod in steps if step == "create"] == [f"{APP}-{n}" for n in range(5)]
+    assert ("retire", DRAIN[1]) in steps
+    assert [step for step in steps if step[0] in ("leaving", "kept")] == [
+        ("leaving", f"{APP}-4"),
+        ("kept", f"{APP}-4"),
+    ]
     assert recorded[-1].published.generation >= 5

@@ -13,7 +13,7 @@ from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.main import build_registry
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 
 @pytest.fixture()
@@ -37,7 +37,7 @@ def _peers(kube: Kubectl) -> dict[str, object]:
 
 
 def test_only_the_replica_with_the_highest_priority_acts(
-    kube: Kubectl, fake: FakeKubelet, operator_config: OperatorConfig, tmp_path: Path
+    kube: Kubectl, fake: MemoryRuntime, operator_config: OperatorConfig, tmp_path: Path
 ) -> None:
     low_journal, high_journal = tmp_path / "low.jsonl", tmp_path / "high.jsonl"
     low = operator_config.model_copy(update={"standalone": False, "journal_file": low_journal})

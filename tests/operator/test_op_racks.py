@@ -9,12 +9,12 @@ import kubernetes
 from op_testkit import Kubectl, balanced, streamsapp, wait_for
 
 from smoothscale.client.contract import ZONE_LABEL
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 from smoothscale.sandbox.scheduling import node_name
 
 
 def test_a_node_without_a_zone_label_degrades_rack_awareness_for_its_pods(
-    kube: Kubectl, k8s: kubernetes.client.ApiClient, fake: FakeKubelet, run_operator: Any
+    kube: Kubectl, k8s: kubernetes.client.ApiClient, fake: MemoryRuntime, run_operator: Any
 ) -> None:
     core = kubernetes.client.CoreV1Api(k8s)
     with run_operator():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
 from smoothscale.operator.control.pods import parse_time
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 
 def _revisions(kube: Kubectl) -> dict[str, str]:
@@ -13,7 +13,7 @@ def _revisions(kube: Kubectl) -> dict[str, str]:
 
 
 def test_manual_drain_replaces_the_pod_and_keeps_replicas(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
@@ -41,7 +41,7 @@ def test_manual_drain_replaces_the_pod_and_keeps_replicas(
 
 
 def test_swap_surges_new_pods_then_retires_the_old_ones(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator():
         kube.apply(
@@ -70,7 +70,7 @@ def test_swap_surges_new_pods_then_retires_the_old_ones(
 
 
 def test_rolling_restart_restarts_one_pod_at_a_time_in_place(
-    kube: Kubectl, fake: FakeKubelet, run_operator
+    kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     fake.keep_state = True  # the claims survive the restarts
     with run_operator():

@@ -29,6 +29,7 @@ from smoothscale.operator.control.status import (
     StatusInput,
     active_lag,
     build_status,
+    degraded,
     leaving_pods,
 )
 from smoothscale.operator.journal import Journal
@@ -317,3 +318,24 @@ def test_unknown_racks_are_a_condition_and_an_event_naming_them() -> None:
     ended = rack_events(unknown, RackUnknown())
     assert [(e.type, e.reason) for e in ended] == [(EventType.NORMAL, "RackAwarenessRestored")]
     assert rack_events(None, RackUnknown()) == []
+
+
+def test_degraded_names_the_most_consequential_problem_and_the_pods_it_concerns() -> None:
+    """Planning held beats an unreadable ConfigMap, which beats pods whose metrics failed; the message names
+    the pods (sorted) and each failure's reason, and nothing wrong is no problem at all."""
+    failures = {
+        "orders-2": ScrapeFailure(FailureReason.HTTP_ERROR, "503"),
+        "orders-0": ScrapeFailure(FailureReason.UNREACHABLE, "refused"),
+    }
+    assert degraded() is None
+    assert degraded(failures=failures) == Problem(
+        "MetricsUnavailable", "no metrics from orders-0 (Unreachable), orders-2 (HttpError)"
+    )
+    unreadable = degraded(unreadable="not gzip", failures=failures)
+    assert unreadable == Problem("AssignmentUnreadable", "the assignment ConfigMap cannot be read: not gzip")
+    held = degraded(held_for=("orders-1",), unreadable="not gzip", failures=failures)
+    assert held is not None and held.reason == "MetricsUnavailable"
+    assert held.message.startswith("planning held: no metrics from orders-1, which hold tasks")
+    status = build_status(status_input(degraded=held))
+    condition = next(c for c in status.conditions if c.type == "Degraded")
+    assert (condition.status, condition.reason, condition.message) == ("True", held.reason, held.message)

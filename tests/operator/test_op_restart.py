@@ -11,7 +11,7 @@ from pathlib import Path
 from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, read_journal, streamsapp, wait_for
 
 from smoothscale.sandbox.emulator import RunningEmulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 
 def smoothscale_operator(cluster: RunningEmulator, journal: Path) -> list[str]:
@@ -31,7 +31,7 @@ def smoothscale_operator(cluster: RunningEmulator, journal: Path) -> list[str]:
 
 
 def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
-    cluster: RunningEmulator, kube: Kubectl, fake: FakeKubelet, tmp_path: Path
+    cluster: RunningEmulator, kube: Kubectl, fake: MemoryRuntime, tmp_path: Path
 ) -> None:
     journal, log = tmp_path / "journal.jsonl", tmp_path / "operator.log"
     with operator_process(smoothscale_operator(cluster, journal), log) as first:

@@ -14,7 +14,7 @@ from typing import Any
 from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, streamsapp, wait_for
 
 from smoothscale.sandbox.emulator import RunningEmulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 PLANTED = "pl4nted-s3cret-9f2c"
 POD_SPEC = re.compile(r"""["']containers["']\s*:|["']volumeMounts["']\s*:""")
@@ -29,7 +29,7 @@ def _with_secret(app: dict[str, Any], image: str) -> dict[str, Any]:
 
 
 def test_debug_output_and_journal_carry_no_secret_and_no_pod_spec(
-    cluster: RunningEmulator, kube: Kubectl, fake: FakeKubelet, tmp_path: Path
+    cluster: RunningEmulator, kube: Kubectl, fake: MemoryRuntime, tmp_path: Path
 ) -> None:
     journal, log = tmp_path / "journal.jsonl", tmp_path / "operator.log"
     command = [

@@ -16,7 +16,7 @@ from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.main import build_registry
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime, memory_kubelet
 
 
 @pytest.fixture()
@@ -32,9 +32,9 @@ def k8s(cluster: RunningEmulator) -> Iterator[kubernetes.client.ApiClient]:
 
 
 @pytest.fixture()
-def fake(cluster: RunningEmulator) -> Iterator[FakeKubelet]:
+def fake(cluster: RunningEmulator) -> Iterator[MemoryRuntime]:
     """The app's pods (no processes), checked for a task processed by two pods at once."""
-    with FakeKubelet(cluster.url, catch_up_lag=1000) as running:
+    with memory_kubelet(cluster, catch_up_lag=1000) as running:
         yield running
     assert running.violations == [], running.violations
 

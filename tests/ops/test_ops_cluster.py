@@ -13,12 +13,12 @@ from ops_testkit import NAMESPACE, SAPP, balanced, publication, smoothscale, str
 from smoothscale.cli.main import cli
 from smoothscale.operator.context import OperatorContext
 from smoothscale.sandbox.emulator import RunningEmulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 
 @pytest.fixture()
 def running(
-    k8s: kubernetes.client.ApiClient, fake: FakeKubelet, operator: OperatorContext
+    k8s: kubernetes.client.ApiClient, fake: MemoryRuntime, operator: OperatorContext
 ) -> kubernetes.client.CustomObjectsApi:
     """`orders`, 3 pods, 12 tasks, balanced and settled."""
     custom = kubernetes.client.CustomObjectsApi(k8s)
@@ -85,7 +85,7 @@ def test_scale_through_the_scale_subresource_as_kubectl_and_an_hpa_do(
 def test_drain_status_explain_and_swap(
     cluster: RunningEmulator,
     k8s: kubernetes.client.ApiClient,
-    fake: FakeKubelet,
+    fake: MemoryRuntime,
     running: kubernetes.client.CustomObjectsApi,
 ) -> None:
     core = kubernetes.client.CoreV1Api(k8s)

@@ -16,7 +16,7 @@ from ops_testkit import NAMESPACE, SAPP, Generations, balanced, publication, smo
 from smoothscale.assignor.handover import Publication
 from smoothscale.operator.context import OperatorContext
 from smoothscale.sandbox.emulator import RunningEmulator
-from smoothscale.sandbox.emulator.fakekubelet import FakeKubelet
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 SLOW_RESTORE = 25_000.0
 """Offsets per second: a new pod needs ~4 s to catch up on a task (changelog 100,000), long enough for the
@@ -24,7 +24,7 @@ later requests to arrive mid-migration."""
 
 
 def test_three_scale_requests_during_a_migration_end_at_the_last_size_moving_no_task_twice(
-    cluster: RunningEmulator, k8s: kubernetes.client.ApiClient, fake: FakeKubelet, operator: OperatorContext
+    cluster: RunningEmulator, k8s: kubernetes.client.ApiClient, fake: MemoryRuntime, operator: OperatorContext
 ) -> None:
     custom = kubernetes.client.CustomObjectsApi(k8s)
     core = kubernetes.client.CoreV1Api(k8s)
@@ -72,7 +72,7 @@ def warming(published: Publication | None) -> int:
 
 
 def test_a_stabilisation_window_holds_a_scale_down_until_the_warmups_are_done(
-    k8s: kubernetes.client.ApiClient, fake: FakeKubelet, operator: OperatorContext
+    k8s: kubernetes.client.ApiClient, fake: MemoryRuntime, operator: OperatorContext
 ) -> None:
     custom = kubernetes.client.CustomObjectsApi(k8s)
     core = kubernetes.client.CoreV1Api(k8s)

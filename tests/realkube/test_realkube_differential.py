@@ -35,7 +35,7 @@ KNOWN_DIFFERENCES = {
         "a real server keeps a deleted pod that is bound to a node (its grace period) until the kubelet "
         "deletes it again with no grace period, once its containers are gone; the emulator deletes it at "
         "once. The sandbox's kubelet stand-in ends a deletion with that second delete, so on either server "
-        "a pod goes once its worker has stopped (the process-less one runs on the emulator only)"
+        "a pod goes once its container has stopped, whatever runtime runs it"
     ),
 }
 

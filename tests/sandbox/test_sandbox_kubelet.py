@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,8 @@ from smoothscale.client import contract
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.kubelet import FINALIZER, Kubelet
+from smoothscale.sandbox.podruntime import Launch
+from smoothscale.sandbox.processruntime import Command, ProcessRuntime, pod_env, worker_runtime
 from smoothscale.sandbox.records import read_records
 
 APP = "orders"
@@ -36,13 +40,12 @@ def kubelet(cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_pat
         "spec": {"replicas": 0, "metrics": {"port": PORT}},
     }
     custom.create_namespaced_custom_object("smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", app)
+    records = tmp_path / "records.jsonl"
+    runtime = worker_runtime(
+        cluster.kubeconfig, record_file=records, worker_env=FAST, first_address=random_block()
+    )
     with Kubelet(
-        cluster.kubeconfig,
-        tmp_path / "sandbox",
-        record_file=tmp_path / "records.jsonl",
-        worker_env=FAST,
-        first_address=random_block(),
-        restart_backoff_seconds=0.1,
+        cluster.kubeconfig, tmp_path / "sandbox", runtime, record_file=records, restart_backoff_seconds=0.1
     ) as running:
         yield running
 
@@ -160,9 +163,8 @@ def test_pods_seen_together_spread_over_the_zones_and_close_stops_every_worker(
     names = ("orders-0", "orders-1", "orders-2")
     for name in names:  # before the kubelet starts: it binds them all in its first pass
         core.create_namespaced_pod(NAMESPACE, _pod(name))
-    with Kubelet(
-        cluster.kubeconfig, tmp_path / "sandbox", worker_env=FAST, first_address=random_block()
-    ) as kubelet:
+    runtime = worker_runtime(cluster.kubeconfig, worker_env=FAST, first_address=random_block())
+    with Kubelet(cluster.kubeconfig, tmp_path / "sandbox", runtime) as kubelet:
         eventually(lambda: len(kubelet.worker_pids()) == 3, timeout=30)
         nodes = {pod.metadata.name: pod.spec.node_name for pod in core.list_namespaced_pod(NAMESPACE).items}
         assert sorted(nodes.values()) == ["sandbox-zone-a", "sandbox-zone-b", "sandbox-zone-c"]
@@ -202,3 +204,47 @@ def test_a_lost_zone_runs_nothing_until_restored_and_a_frozen_worker_stalls(
     assert not _metrics_answer(ip)
     kubelet.freeze("orders-1", frozen=False)
     eventually(lambda: _metrics_answer(ip), timeout=10)
+
+
+_SERVER = f"""
+import http.server, os
+body = ("{contract.GENERATION_METRIC} 7\\n# " + os.environ["{contract.POD_NAME_ENV}"] + " says "
+        + os.environ["GREETING"] + "\\n").encode()
+class Metrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Metrics).serve_forever()
+"""
+
+
+def _metrics_server(launch: Launch) -> Command:
+    """Another app than the sample worker: what a pod runs is the command builder's choice alone."""
+    port = str(launch.settings.metrics_port)
+    return Command(
+        [sys.executable, "-c", _SERVER], {**os.environ, **pod_env(launch), "HOST": launch.ip, "PORT": port}
+    )
+
+
+def test_any_command_can_run_as_the_pods_process(
+    cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_path: Path
+) -> None:
+    """A `CommandBuilder` decides the argv and environment (here a tiny metrics server, given the pod's own
+    environment); the stand-in does the rest as for the worker: the pod's IP and port, Ready once the process
+    reports a generation, and a deletion that stops the process before the pod goes."""
+    runtime = ProcessRuntime(_metrics_server, first_address=random_block())
+    with Kubelet(cluster.kubeconfig, tmp_path / "sandbox", runtime) as kubelet:
+        pod = _pod("orders-0")
+        pod["spec"]["containers"][0]["env"] = [{"name": "GREETING", "value": "hello"}]
+        core.create_namespaced_pod(NAMESPACE, pod)
+        ip = eventually(lambda: _ready(core, "orders-0"), timeout=30).status.pod_ip
+        url = f"http://{ip}:{contract.DEFAULT_METRICS_PORT}/metrics"  # no StreamsApp: the default port
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert "# orders-0 says hello" in response.read().decode()
+        pid = kubelet.worker_pids()[f"{NAMESPACE}/orders-0"]
+        core.delete_namespaced_pod("orders-0", NAMESPACE)
+        eventually(lambda: not core.list_namespaced_pod(NAMESPACE).items, timeout=30)
+        assert not _alive(pid)

@@ -64,3 +64,22 @@ def test_nothing_runs_in_a_zone_while_it_is_down() -> None:
     assert ZONES[simulation.cluster.pods[simulation.cluster.by_name["small-3"]].zone] != "zone-b"
     assert "small-1" not in running_at(simulation, 600)
     assert "small-1" in running_at(simulation, 700)
+
+
+def test_a_scale_in_reverted_before_its_pods_left_takes_them_back() -> None:
+    """The operator's take-back rule: pods marked leaving by a scale-down are kept when `replicas` rises
+    again, so no pod is created and no task moves twice."""
+    simulation = run([{"at": 65, "type": "scaleIn", "pods": 2}, {"at": 66, "type": "scaleOut", "pods": 2}], 4)
+    pods = simulation.cluster.present()
+    assert [p.name for p in pods] == ["small-0", "small-1", "small-2", "small-3"]
+    assert all(p.leaving_since is None for p in pods)
+    assert len(simulation.cluster.pods) == 4, "no pod was created"
+
+
+def test_a_pod_lost_for_good_is_recreated_under_its_name_once_its_tasks_moved() -> None:
+    """A pod deleted with its node comes back as a new pod of the same ordinal (and claim), created only once
+    no generation names the old one."""
+    simulation = run([{"at": 65, "type": "podCrash", "pod": "small-1", "restartAfterSeconds": None}])
+    small_1 = [p for p in simulation.cluster.pods if p.name == "small-1"]
+    assert [p.removed for p in small_1] == [True, False]
+    assert "small-1" in running_at(simulation, simulation.now)
