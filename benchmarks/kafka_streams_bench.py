@@ -47,7 +47,7 @@ from smoothscale.assignor.planner import plan
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import SampleApp, create_topics
-from smoothscale.simulation.operator_loop import Operator, PodReport
+from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport
 from smoothscale.simulation.strategies import Smoothscale
 
 FIRST = [f"orders-{i}" for i in range(3)]
@@ -60,6 +60,7 @@ ASSIGNED = re.compile(r"Assigned \d+ total tasks including")
 INPUT_PARTITION = {"0": r"orders-[a-z]+-{partition}", "1": r"by-customer-repartition-{partition}"}
 TIMEOUT_S = 1200
 DEAD_THREAD = "Shutting down unclean"
+SPEC = AppSpec(replicas=len(ALL), revision="0")  # every pod the benchmark starts runs the one template
 # A probing rebalance Kafka scheduled (an immediate follow-up after a revocation is "scheduled for" 1970).
 PROBING = re.compile(r"Triggering the followup rebalance scheduled for (?!1970)")
 
@@ -129,12 +130,16 @@ class Scrape:
         value = self.samples[pod].get("smoothscale_assignment_generation")
         return None if value is None else int(value)
 
-    def running_pods(self) -> list[PodReport]:
+    def listed_pods(self) -> list[PodReport]:
         return [
-            PodReport(pod, "zone-a", 1, None, generation, 0)
+            PodReport(pod, "zone-a", 1, None, -1 if generation is None else generation, 0, ready=ready)
             for pod in self.samples
-            if (generation := self.generation(pod)) is not None
+            for generation in [self.generation(pod)]
+            for ready in [generation is not None]
         ]
+
+    def running_pods(self) -> list[PodReport]:
+        return [pod for pod in self.listed_pods() if pod.ready]
 
     def lags(self, pod: str) -> dict[str, int]:
         return self.series(pod, "smoothscale_task_lag")
@@ -275,7 +280,7 @@ def drive_smoothscale(
     while not (operator.at_rest(scrape) and balanced(app.kafka_view(), 2 * partitions)):
         check_alive(app, started)
         now = time.monotonic() - started
-        woken = operator.wake(now, scrape, scrape=True)
+        woken = operator.wake(now, scrape, SPEC, scrape=True)
         if woken.publication is not None:
             app.publish(api, woken.publication)
             moved = sum(

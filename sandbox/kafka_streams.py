@@ -1,7 +1,10 @@
 """Real Kafka Streams instances of the Java sample app (`bridge/sample-app`, built by `.ci/bridge.sh`) for
 tests and benchmarks: each one a JVM in its own process group, stopped with SIGTERM (then SIGKILL) by
 whoever started it; its metrics read over HTTP; publications written through the Kubernetes API exactly as
-the operator writes them; Kafka's own view of the group read with the admin API."""
+the operator writes them; Kafka's own view of the group read with the admin API.
+
+`KafkaStreamsCommand` runs the same JVM as the process of a kubelet stand-in's pod, for StreamsApps with
+`spec.runtime: KafkaStreams` (`by_runtime`), so that the operator drives real Kafka Streams pods."""
 
 from __future__ import annotations
 
@@ -24,10 +27,15 @@ from confluent_kafka.cimpl import NewTopic
 from smoothscale.assignor.handover import Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
+from smoothscale.operator.resource import Runtime
+
+from .podruntime import Launch
+from .processruntime import Command, CommandBuilder, pod_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
 QUIET = {"log_level": 0}
+JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
 
 
 def sample_jar() -> Path:
@@ -127,7 +135,7 @@ class SampleApp:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as output:
             process = subprocess.Popen(
-                ["java", "-Xmx384m", "-XX:+UseSerialGC", "-jar", str(sample_jar())],
+                [*JAVA, str(sample_jar())],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
@@ -185,6 +193,40 @@ class SampleApp:
                 subtopology = "1" if partition.topic.endswith("by-customer-repartition") else "0"
                 tasks.add(f"{subtopology}_{partition.partition}")
         return view
+
+
+@dataclass(frozen=True)
+class KafkaStreamsCommand:
+    """The Java sample app as a pod's process: the pod's environment (its `ORDERS_TOPIC` and `TOTALS_TOPIC`,
+    say, and any `STREAMS_<NAME>` setting), plus where the stand-in put it (IP, metrics port, state volume)
+    and how it reaches the API server and the broker."""
+
+    kubeconfig: Path
+    bootstrap: str
+
+    def __call__(self, launch: Launch) -> Command:
+        variables = {**os.environ, **pod_env(launch)}
+        variables.update(
+            {
+                "SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig),
+                "SMOOTHSCALE_STATE_DIR": str(launch.state_dir),
+                "SMOOTHSCALE_METRICS_HOST": launch.ip,
+                "SMOOTHSCALE_METRICS_PORT": str(launch.settings.metrics_port),
+                "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
+            }
+        )
+        return Command([*JAVA, str(sample_jar())], variables)
+
+
+def by_runtime(client_library: CommandBuilder, kafka_streams: CommandBuilder) -> CommandBuilder:
+    """A command builder that runs each pod as its StreamsApp's `spec.runtime` says."""
+
+    def command(launch: Launch) -> Command:
+        if launch.settings.runtime == Runtime.KAFKA_STREAMS:
+            return kafka_streams(launch)
+        return client_library(launch)
+
+    return command
 
 
 def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
