@@ -3,8 +3,9 @@
 60 s), then (b) with the bridge following the publications of the operator's own decision path: the control
 core (`smoothscale.operator.control`: when to plan, the planner's input, what to publish for
 `spec.runtime: KafkaStreams`) through the simulator's adapter to it, fed each round (`--scrape-interval`)
-with the instances' metrics, as the operator scrapes them. The operator itself does not start Java pods in
-the sandbox yet.
+with the instances' metrics, as the operator scrapes them. Both sides' instances are started the same way
+by the benchmark (the operator's own run of such pods, through the sandbox's kubelet stand-in, is
+`tests/bridge/test_bridge_operator.py`).
 
 Both runs use the same app, topics of the same size and the same amount of state (by default 100,000
 changelog records per task and store: restoring all of it takes tens of seconds here). Per run it reports

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -261,3 +261,37 @@ def read_committed(bootstrap: str, topic: str, idle_seconds: float = 5, timeout:
     finally:
         consumer.close()
     return records
+
+
+CUSTOMERS = 10
+"""The customers the tests' orders go to (order i to customer i mod 10), so that totals add up."""
+
+
+def produce_orders(bootstrap: str, topic: str, first: int, count: int) -> None:
+    """Orders `first` .. `first + count - 1`, each keyed by its id, `customer-<i mod 10>:<i mod 7 + 1>`."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
+    for index in range(first, first + count):
+        value = f"customer-{index % CUSTOMERS}:{index % 7 + 1}"
+        producer.produce(topic, key=f"order-{index}".encode(), value=value.encode())
+    if producer.flush(30) != 0:
+        raise RuntimeError(f"orders {first}..{first + count - 1} were not all acknowledged")
+
+
+def expected_totals(count: int) -> dict[str, str]:
+    """Each customer's `"<orders>,<amount>"` once orders 0 .. count - 1 are each counted once."""
+    totals: dict[str, list[int]] = {}
+    for index in range(count):
+        entry = totals.setdefault(f"customer-{index % CUSTOMERS}", [0, 0])
+        entry[0] += 1
+        entry[1] += index % 7 + 1
+    return {customer: f"{orders},{amount}" for customer, (orders, amount) in totals.items()}
+
+
+def latest_totals(bootstrap: str, topic: str, count: int, timeout: float = 120) -> dict[str, str]:
+    """The newest total per customer in `topic`, read until they are `expected_totals(count)` or `timeout`
+    seconds passed."""
+    latest: dict[str, str] = {}
+    deadline = time.monotonic() + timeout
+    while latest != expected_totals(count) and time.monotonic() < deadline:
+        latest.update(dict(read_committed(bootstrap, topic, idle_seconds=3)))
+    return latest
