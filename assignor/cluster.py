@@ -6,8 +6,10 @@ numpy arrays so that 50,000 tasks stay cheap, and translates back to ids only wh
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -63,25 +65,9 @@ class Cluster:
         rack_aware = self.config.rack_aware
         return 0 if rack_aware.strategy is RackStrategy.NONE else rack_aware.traffic_cost
 
-    def rack_known(self, client: int) -> bool:
-        return self.racks[int(self.client_rack[client])] != UNKNOWN_RACK
-
     def rack_known_mask(self) -> BoolArray:
         known: BoolArray = np.array([r != UNKNOWN_RACK for r in self.racks], dtype=np.bool_)[self.client_rack]
         return known
-
-    def lag(self, task: int, client: int) -> int:
-        """A client's lag on a task; no reported state counts as the whole changelog behind (KIP-441)."""
-        return self.reported_lags[task].get(client, int(self.changelog[task]))
-
-    def rank(self, task: int, client: int) -> int:
-        """KIP-441's rank: lags within acceptableRecoveryLag are all equally caught up (rank 0)."""
-        lag = self.lag(task, client)
-        return 0 if lag <= self.config.acceptable_recovery_lag else lag
-
-    def everyone_caught_up(self, task: int) -> bool:
-        """True when even a client without state counts as caught up (e.g. a store without a changelog)."""
-        return bool(int(self.changelog[task]) <= self.config.acceptable_recovery_lag)
 
     def everyone_caught_up_mask(self) -> BoolArray:
         mask: BoolArray = self.changelog <= self.config.acceptable_recovery_lag
@@ -95,44 +81,45 @@ def _missing_partitions(
     snapshot: Snapshot, task_order: list[int], racks: list[str]
 ) -> tuple[IntArray, BoolArray]:
     """Count, per task and rack, the input partitions read across racks (KIP-925's traffic cost); and per
-    task, whether some input partition's racks are unknown (they count nowhere)."""
+    task, whether some input partition's racks are unknown (they count nowhere).
+
+    Tasks share a few layouts of input racks: each distinct layout is counted once.
+    """
+    tasks = snapshot.tasks
+    layouts = [tuple(map(tuple, tasks[i].input_partition_racks)) for i in task_order]
+    distinct = {layout: n for n, layout in enumerate(dict.fromkeys(layouts))}
     rack_pos = {rack: i for i, rack in enumerate(racks)}
-    missing = np.zeros((len(task_order), len(racks)), dtype=np.int64)
-    unknown = np.zeros(len(task_order), dtype=np.bool_)
-    cache: dict[tuple[frozenset[str], ...], IntArray] = {}
-    for pos, index in enumerate(task_order):
-        listed = snapshot.tasks[index].input_partition_racks
-        partitions = tuple(frozenset(p) for p in listed if p)
-        unknown[pos] = len(partitions) != len(listed)
-        if not partitions:
-            continue
-        row = cache.get(partitions)
-        if row is None:
-            row = np.full(len(racks), len(partitions), dtype=np.int64)
-            if UNKNOWN_RACK in rack_pos:
-                row[rack_pos[UNKNOWN_RACK]] = 0  # where the pod is, is unknown: no traffic counted
-            for replicas in partitions:
-                for rack in replicas:
-                    if rack in rack_pos:
-                        row[rack_pos[rack]] -= 1
-            cache[partitions] = row
-        missing[pos] = row
-    return missing, unknown
+    rows = np.array([_missing_row(layout, rack_pos) for layout in distinct], dtype=np.int64)
+    unknown = np.array([not all(layout) for layout in distinct], dtype=np.bool_)
+    which = np.fromiter(map(distinct.__getitem__, layouts), dtype=np.int64, count=len(layouts))
+    return rows.reshape(len(distinct), len(racks))[which], unknown[which]
+
+
+def _missing_row(layout: tuple[tuple[str, ...], ...], rack_pos: dict[str, int]) -> list[int]:
+    """Per rack, the partitions of `layout` (replicas' racks per partition) with no replica there."""
+    partitions = [frozenset(p) for p in layout if p]
+    row = [len(partitions)] * len(rack_pos)
+    if partitions and UNKNOWN_RACK in rack_pos:
+        row[rack_pos[UNKNOWN_RACK]] = 0  # where the pod is, is unknown: no traffic counted
+    for replicas in partitions:
+        for rack in replicas:
+            if rack in rack_pos:
+                row[rack_pos[rack]] -= 1
+    return row
 
 
 def _flat_lags(reported: list[dict[int, int]]) -> tuple[IntArray, IntArray, IntArray]:
-    sizes = np.fromiter((len(r) for r in reported), dtype=np.int64, count=len(reported))
-    tasks = np.repeat(np.arange(len(reported), dtype=np.int64), sizes)
-    clients = np.fromiter((c for r in reported for c in r), dtype=np.int64, count=int(sizes.sum()))
-    lags = np.fromiter((lag for r in reported for lag in r.values()), dtype=np.int64, count=len(clients))
+    tasks, clients = flatten(reported)
+    values = chain.from_iterable(r.values() for r in reported)
+    lags = np.fromiter(values, dtype=np.int64, count=len(clients))
     return tasks, clients, lags
 
 
-def flatten(per_task: list[list[int]]) -> tuple[IntArray, IntArray]:
-    """(task, client) arrays of a per-task list of clients."""
-    sizes = np.fromiter((len(c) for c in per_task), dtype=np.int64, count=len(per_task))
+def flatten(per_task: Sequence[Collection[int]]) -> tuple[IntArray, IntArray]:
+    """(task, client) arrays of a per-task collection of clients (a dict's keys are its clients)."""
+    sizes = np.fromiter(map(len, per_task), dtype=np.int64, count=len(per_task))
     tasks = np.repeat(np.arange(len(per_task), dtype=np.int64), sizes)
-    clients = np.fromiter((c for cs in per_task for c in cs), dtype=np.int64, count=int(sizes.sum()))
+    clients = np.fromiter(chain.from_iterable(per_task), dtype=np.int64, count=int(sizes.sum()))
     return tasks, clients
 
 
@@ -164,15 +151,15 @@ def build_cluster(snapshot: Snapshot) -> Cluster:
     current_standby: list[list[int]] = [[] for _ in tasks]
     current_warmup: list[list[int]] = [[] for _ in tasks]
     reported_lags: list[dict[int, int]] = [{} for _ in tasks]
+    position = task_pos.__getitem__
     for c, client in enumerate(clients):
-        for task_id in client.active:
-            current_active[task_pos[task_id]] = c
-        for task_id in client.standby:
-            current_standby[task_pos[task_id]].append(c)
-        for task_id in client.warmup:
-            current_warmup[task_pos[task_id]].append(c)
-        for task_id, lag in client.lags.items():
-            reported_lags[task_pos[task_id]][c] = lag
+        current_active[list(map(position, client.active))] = c
+        for task in map(position, client.standby):
+            current_standby[task].append(c)
+        for task in map(position, client.warmup):
+            current_warmup[task].append(c)
+        for task, lag in zip(map(position, client.lags), client.lags.values(), strict=True):
+            reported_lags[task][c] = lag
 
     return Cluster(
         config=config,

@@ -7,6 +7,7 @@ total and a plan stays byte-identical whatever the order of its input.
 
 import re
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -39,7 +40,12 @@ def natural_order(ids: list[str]) -> list[int]:
     """Positions of `ids` in natural order; vectorised when every id is a plain "<int>_<int>" task id."""
     pairs = _TASK_IDS.findall("\n".join(ids))
     if len(pairs) == len(ids) and ids:
-        numbers = np.array(pairs).astype(np.int64)
-        order: list[int] = np.lexsort((np.array(ids), numbers[:, 1], numbers[:, 0])).tolist()
-        return order
+        digits = chain.from_iterable(pairs)
+        numbers = np.fromiter(map(int, digits), dtype=np.int64, count=2 * len(ids)).reshape(-1, 2)
+        order = np.lexsort((numbers[:, 1], numbers[:, 0]))
+        ordered = numbers[order]
+        if np.any(np.all(ordered[1:] == ordered[:-1], axis=1)):  # "0_1" and "0_01": the exact string decides
+            order = np.lexsort((np.array(ids), numbers[:, 1], numbers[:, 0]))
+        result: list[int] = order.tolist()
+        return result
     return sorted(range(len(ids)), key=lambda i: natural_key(ids[i]))

@@ -85,14 +85,14 @@ def _is_stable(target: Target, assignment: Assignment) -> bool:
 
 def _per_client(cluster: Cluster, per_task: list[list[int]]) -> list[list[str]]:
     result: list[list[str]] = [[] for _ in range(cluster.n_clients)]
-    for task, clients in enumerate(per_task):
+    for task_id, clients in zip(cluster.task_ids, per_task, strict=True):
         for client in clients:
-            result[client].append(cluster.task_ids[task])
+            result[client].append(task_id)
     return result
 
 
 def _actives(cluster: Cluster, active: IntArray) -> list[list[str]]:
-    return _per_client(cluster, [[int(c)] for c in active])
+    return _per_client(cluster, [[c] for c in active.tolist()])
 
 
 def _cross_rack_cost(cluster: Cluster, active: IntArray) -> int:
@@ -110,15 +110,15 @@ def _active_imbalance(cluster: Cluster, active: IntArray) -> float:
 
 
 def _followup(cluster: Cluster, assignment: Assignment) -> Followup:
-    warmups = sum(len(w) for w in assignment.warmup)
+    warmups = sum(map(len, assignment.warmup))
     reasons = []
     if warmups:
         reasons.append(f"{warmups} warmup(s) restoring")
     if assignment.waiting:
         reasons.append(f"{assignment.waiting} move(s) waiting for a warmup slot")
     delay = cluster.config.probing_interval_seconds
-    holding_leaving = {int(c) for c in assignment.active if cluster.leaving[int(c)]}
-    deadlines = [cluster.deadline[c] for c in sorted(holding_leaving) if cluster.deadline[c] is not None]
+    holding_leaving: list[int] = np.unique(assignment.active[cluster.leaving[assignment.active]]).tolist()
+    deadlines = [cluster.deadline[c] for c in holding_leaving if cluster.deadline[c] is not None]
     if holding_leaving:
         reasons.append(f"{len(holding_leaving)} leaving pod(s) still hold actives")
     if deadlines:
@@ -158,7 +158,7 @@ def _render(cluster: Cluster, target: Target, assignment: Assignment) -> Plan:
             cross_rack_cost=_cross_rack_cost(cluster, assignment.active),
             active_imbalance=_active_imbalance(cluster, assignment.active),
             moved_actives=moved,
-            warmups=sum(len(w) for w in assignment.warmup),
+            warmups=sum(map(len, assignment.warmup)),
             target_cross_rack_cost=_cross_rack_cost(cluster, target.active),
             target_active_imbalance=_active_imbalance(cluster, target.active),
         ),

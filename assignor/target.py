@@ -87,7 +87,10 @@ def tolerant_bounds(total: int, capacity: IntArray, held: IntArray, factor: int)
 
 
 class _Costs:
-    """Integer costs of putting a copy of a task on a client, shared by the three solves."""
+    """Integer costs of putting a copy of a task on a client, shared by the three solves.
+
+    The holdings are flattened to (task, client) arrays once, here, not once per solve.
+    """
 
     def __init__(self, cluster: Cluster, holdings: Holdings) -> None:
         self.cluster = cluster
@@ -97,6 +100,8 @@ class _Costs:
         self.generic = np.where(cluster.stateful & cluster.everyone_caught_up_mask(), 1, COLD).astype(
             np.int64
         )
+        self.standby_entries = flatten(holdings.standby)
+        self.warmup_entries = flatten(holdings.warmup)
 
     def warm(self, tasks: IntArray, *, standby: bool) -> tuple[IntArray, IntArray, IntArray]:
         """(item, client, warmth) for clients warmer than a generic one, items indexing `tasks`.
@@ -111,8 +116,8 @@ class _Costs:
             & cluster.stateful[lag_task]
             & (self.generic[lag_task] > 1)
         )
-        standby_task, standby_client = flatten(holdings.standby)
-        warmup_task, warmup_client = flatten(holdings.warmup)
+        standby_task, standby_client = self.standby_entries
+        warmup_task, warmup_client = self.warmup_entries
         owned = np.flatnonzero(holdings.active != NO_CLIENT)
         stateful_standby = cluster.stateful[standby_task]
         parts = [
@@ -127,12 +132,14 @@ class _Costs:
         item_of = np.full(cluster.n_tasks, -1, dtype=np.int64)
         item_of[tasks] = np.arange(len(tasks))
         keep = item_of[task] >= 0
-        item, client, warmth = item_of[task[keep]], client[keep], warmth[keep]
-        order = np.lexsort((warmth, client, item))
-        item, client, warmth = item[order], client[order], warmth[order]
-        first = np.ones(len(item), dtype=np.bool_)
-        first[1:] = (item[1:] != item[:-1]) | (client[1:] != client[:-1])
-        return item[first], client[first], warmth[first]
+        # Sorted by (item, client, warmth) as one packed key (a warmth is at most COLD), the warmest first.
+        pair = item_of[task[keep]] * cluster.n_clients + client[keep]
+        packed = np.sort(pair * (COLD + 1) + warmth[keep])
+        pair, warmth = np.divmod(packed, COLD + 1)
+        first = np.ones(len(pair), dtype=np.bool_)
+        first[1:] = pair[1:] != pair[:-1]
+        item, client = np.divmod(pair[first], cluster.n_clients)
+        return item, client, warmth[first]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +148,7 @@ class _Context:
 
     cluster: Cluster
     holdings: Holdings
+    costs: _Costs
     clients: IntArray  # global positions
     local: IntArray  # global position -> local position, or -1
     racks: IntArray  # global rack index of each local rack
@@ -154,7 +162,10 @@ class _Context:
         racks = np.unique(cluster.client_rack[clients])
         rack_local = np.full(len(cluster.racks), -1, dtype=np.int64)
         rack_local[racks] = np.arange(len(racks))
-        return _Context(cluster, holdings, clients, local, racks, rack_local[cluster.client_rack[clients]])
+        costs = _Costs(cluster, holdings)
+        return _Context(
+            cluster, holdings, costs, clients, local, racks, rack_local[cluster.client_rack[clients]]
+        )
 
     def rack_known(self) -> BoolArray:
         """Per local rack: whether it is a real zone (not the pods whose zone is unknown)."""
@@ -174,8 +185,11 @@ class _Context:
         owners = self.holdings.active[tasks]
         counts = np.bincount(self.local[owners[owners != NO_CLIENT]] + 1, minlength=len(self.clients) + 1)
         if standby:
-            _, standby_client = flatten([self.holdings.standby[t] for t in tasks.tolist()])
-            counts += np.bincount(self.local[standby_client] + 1, minlength=len(self.clients) + 1)
+            standby_task, standby_client = self.costs.standby_entries
+            among = np.zeros(self.cluster.n_tasks, dtype=np.bool_)
+            among[tasks] = True
+            held = self.local[standby_client[among[standby_task]]]
+            counts += np.bincount(held + 1, minlength=len(self.clients) + 1)
         return counts[1:]
 
 
@@ -210,7 +224,7 @@ def _active_part(ctx: _Context, tasks: IntArray) -> _Part:
     """Actives of `tasks`: traffic plus stickiness; each subtopology balanced on its own (KIP-441's balance)
     unless `min_traffic` trades that for less cross-rack traffic (KIP-925 4.B.I)."""
     cluster = ctx.cluster
-    costs = _Costs(cluster, ctx.holdings)
+    costs = ctx.costs
     traffic3 = COLD * cluster.traffic_cost
     n_items, n_racks, n_clients = len(tasks), len(ctx.racks), len(ctx.clients)
     if cluster.config.rack_aware.strategy is not RackStrategy.MIN_TRAFFIC:
@@ -251,7 +265,7 @@ def _active_part(ctx: _Context, tasks: IntArray) -> _Part:
 def _standby_part(ctx: _Context, tasks: IntArray, active: IntArray, wanted: int) -> _Part:
     """Standbys: never with their active, other racks first (reliability before stickiness, KIP-925 C.I)."""
     cluster = ctx.cluster
-    costs = _Costs(cluster, ctx.holdings)
+    costs = ctx.costs
     n_items, n_racks, n_clients = len(tasks), len(ctx.racks), len(ctx.clients)
     spread = COLD * costs.non_overlap + 1  # outweighs any difference of stickiness
     same_rack, second_in_rack = 2 * spread, spread
@@ -447,6 +461,7 @@ def compute_target(cluster: Cluster, holdings: Holdings) -> Target:
         if len(stateless):
             active[stateless] = ctx.clients[np.array([p[0] for p in results[-1]], dtype=np.int64)]
         if copies:
+            clients: list[int] = ctx.clients.tolist()
             for task, chosen in zip(stateful.tolist(), results[0], strict=True):
-                standby[task] = sorted(int(ctx.clients[p]) for p in chosen)
+                standby[task] = sorted(map(clients.__getitem__, chosen))
     return Target(active, standby)

@@ -5,6 +5,7 @@ refuse bad input with a message a person can act on. All problems are collected,
 """
 
 from collections import Counter
+from itertools import chain
 
 from smoothscale.assignor.models import Snapshot
 
@@ -21,6 +22,19 @@ def _duplicates(ids: list[str]) -> list[str]:
     return sorted(i for i, n in Counter(ids).items() if n > 1)
 
 
+def _empty_rack_names(snapshot: Snapshot) -> list[str]:
+    """Input partitions naming an empty rack; one pass over every name first, the positions only if any."""
+    listed = chain.from_iterable(t.input_partition_racks for t in snapshot.tasks)
+    if "" not in set(chain.from_iterable(listed)):
+        return []
+    return [
+        f"tasks[{i}].inputPartitionRacks[{j}]: empty rack name; expected zone names"
+        for i, task in enumerate(snapshot.tasks)
+        for j, racks in enumerate(task.input_partition_racks)
+        if "" in racks
+    ]
+
+
 def snapshot_problems(snapshot: Snapshot) -> list[str]:
     """Every inconsistency, each naming its field; set operations keep this cheap at 50,000 tasks."""
     problems: list[str] = []
@@ -31,10 +45,7 @@ def snapshot_problems(snapshot: Snapshot) -> list[str]:
             problems.append(f"tasks[].id: task id {dup!r} appears more than once; expected unique ids")
     for dup in _duplicates([c.id for c in snapshot.clients]):
         problems.append(f"clients[].id: client id {dup!r} appears more than once; expected unique ids")
-    for i, task in enumerate(snapshot.tasks):
-        for j, racks in enumerate(task.input_partition_racks):
-            if "" in racks:
-                problems.append(f"tasks[{i}].inputPartitionRacks[{j}]: empty rack name; expected zone names")
+    problems.extend(_empty_rack_names(snapshot))
     for i, client in enumerate(snapshot.clients):
         fields = (
             ("lags", list(client.lags)),
@@ -43,6 +54,8 @@ def snapshot_problems(snapshot: Snapshot) -> list[str]:
             ("warmup", client.warmup),
         )
         for name, ids in fields:
+            if known.issuperset(ids):
+                continue
             for unknown in sorted(set(ids) - known):
                 where = f"clients[{i}].lags.{unknown}" if name == "lags" else f"clients[{i}].{name}"
                 problems.append(f"{where}: unknown task {unknown!r}; expected one of tasks[].id")

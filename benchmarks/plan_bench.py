@@ -6,20 +6,34 @@ process so that its peak RSS is its own. Optimality compares the target's cross-
 CP-SAT solve of the same balanced placement on small instances, and with the `none` strategy on the same
 input. The last line is one JSON object of figures.
 
-    python benchmarks/plan_bench.py            # everything
-    python benchmarks/plan_bench.py --quick    # smaller repeat counts
+With `--baseline <git-ref>` it instead compares the planner against the one at that commit, same run, same
+instances: the reference commit's `assignor/` is extracted under `.cache/plan-baseline/<sha>/` and imported
+in its own worker process (PYTHONPATH puts it ahead of the checkout's), the current planner in another; both
+plan each scale's snapshot in alternating order, round after round, and report the median CPU time, so that
+machine load hits both sides alike. Per scale the last line gives the before and after CPU seconds and
+their ratio (below 1: faster now). `--baseline HEAD` (the same planner on both sides) shows the noise.
+
+    python benchmarks/plan_bench.py                       # everything
+    python benchmarks/plan_bench.py --quick               # smaller repeat counts
+    python benchmarks/plan_bench.py --baseline 5a4697e^   # same-run A/B against that commit's planner
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
+import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -139,15 +153,161 @@ def against_none() -> dict[str, float]:
     }
 
 
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def baseline_tree(ref: str) -> tuple[str, Path]:
+    """The commit `ref` names and a folder whose `smoothscale/assignor` is that commit's `assignor/`.
+
+    Extracted once per commit under `.cache/plan-baseline/` (ignored by git); an existing tree is reused.
+    """
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        check=False,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0:
+        sys.exit(f"--baseline {ref}: not a commit of the repository at {REPOSITORY}")
+    sha = found.stdout.strip()
+    root = REPOSITORY / ".cache" / "plan-baseline" / sha
+    if not (root / "smoothscale" / "assignor" / "planner.py").is_file():
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", "--prefix=smoothscale/", sha, "assignor"],
+            cwd=REPOSITORY,
+            capture_output=True,
+            check=True,
+        ).stdout
+        root.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=root.parent))
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(staging, filter="data")
+        try:
+            staging.rename(root)
+        except OSError:  # another run extracted the same commit meanwhile: use its tree
+            shutil.rmtree(staging)
+            if not root.is_dir():
+                raise
+    return sha, root
+
+
+def serve_plans(snapshot_path: str) -> None:
+    """Worker: load the snapshot, then per line read (a count) plan it that many times, answering with the
+    CPU seconds per plan."""
+    snapshot = Snapshot.model_validate_json(Path(snapshot_path).read_text())
+    print(json.dumps({"planner": sys.modules[plan.__module__].__file__}), flush=True)
+    for line in sys.stdin:
+        count = int(line)
+        start = time.process_time()
+        for _ in range(count):
+            plan(snapshot)
+        print((time.process_time() - start) / count, flush=True)
+
+
+class Worker:
+    """A worker process planning one snapshot on request, with the planner its PYTHONPATH selects."""
+
+    def __init__(self, snapshot_path: str, source: Path | None) -> None:
+        env = dict(os.environ)
+        if source is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--worker", snapshot_path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        planner = Path(json.loads(self._line())["planner"]).resolve()
+        expected = ((source / "smoothscale") if source else REPOSITORY).resolve() / "assignor"
+        if not planner.is_relative_to(expected):
+            self.close()
+            sys.exit(f"the worker imported the planner from {planner}, expected one under {expected}")
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            sys.exit(f"a planner worker ended early (exit code {self.process.wait()})")
+        return line
+
+    def plan(self, count: int) -> float:
+        """CPU seconds per plan, over `count` plans."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{count}\n")
+        self.process.stdin.flush()
+        return float(self._line())
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def compare_scale(
+    tasks: int, clients: int, baseline: Path, rounds: int, per_turn: int
+) -> tuple[float, float]:
+    """Median CPU seconds of one plan, (before, after): one untimed round, then `rounds` rounds in
+    alternating order (before first, then after first), each side planning `per_turn` times a turn."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "snapshot.json")
+        Path(path).write_text(json.dumps(random_snapshot_dict(Shape(tasks, clients), seed=1)))
+        before = Worker(path, baseline)
+        try:
+            after = Worker(path, None)
+            try:
+                times: dict[str, list[float]] = {"before": [], "after": []}
+                for turn in range(rounds + 1):
+                    pair = [("before", before), ("after", after)]
+                    for side, worker in pair if turn % 2 else pair[::-1]:
+                        seconds = worker.plan(per_turn)
+                        if turn:
+                            times[side].append(seconds)
+            finally:
+                after.close()
+        finally:
+            before.close()
+    return statistics.median(times["before"]), statistics.median(times["after"])
+
+
+def compare(ref: str, rounds: int) -> dict[str, Any]:
+    sha, baseline = baseline_tree(ref)
+    figures: dict[str, Any] = {"baseline_commit": sha, "rounds": rounds}
+    for name, tasks, clients, budget in SCALES:
+        # Small scales plan several times a turn, so that a turn lasts about half a second.
+        per_turn = max(1, math.ceil(0.5 / budget))
+        before, after = compare_scale(tasks, clients, baseline, rounds, per_turn)
+        print(f"{name}: {tasks} tasks x {clients} pods: {before:.4f} s -> {after:.4f} s CPU", flush=True)
+        figures[f"plan_{name}_before_cpu_seconds"] = round(before, 4)
+        figures[f"plan_{name}_after_cpu_seconds"] = round(after, 4)
+        figures[f"plan_{name}_after_over_before_ratio"] = round(after / before, 3)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--one", nargs=3, type=int, metavar=("TASKS", "CLIENTS", "REPEATS"))
+    parser.add_argument("--worker", metavar="SNAPSHOT_JSON", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--baseline", metavar="GIT_REF", help="compare against the planner at this commit (same-run A/B)"
+    )
+    parser.add_argument("--rounds", type=int, help="A/B rounds per scale (default 9, 3 with --quick)")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(time_one_scale(*args.one)))
+        return
+    if args.worker:
+        serve_plans(args.worker)
+        return
+    if args.baseline:
+        rounds = args.rounds if args.rounds is not None else (3 if args.quick else 9)
+        if rounds < 1:
+            parser.error("--rounds: expected at least 1")
+        print(json.dumps(compare(args.baseline, rounds)))
         return
     figures: dict[str, Any] = {}
     for name, tasks, clients, budget in SCALES:

@@ -185,11 +185,13 @@ def solve_aggregated(
     arcs, groups, clients = fan_out
     np.add.at(exits, (groups, clients), flows[arcs])
     used = np.where(entry_dense, 0, flows[entry_arcs])
+    carrying = np.flatnonzero(used > 0)  # the entries a copy went through, in entry order
+    carrying_group, carrying_rack = entry_groups[carrying], problem.entry_rack[carrying]
     failed = set()
     for group in range(lay.n_groups):
         for rack, rack_members in enumerate(lay.members):
-            in_rack = (used > 0) & (entry_groups == group) & (problem.entry_rack == rack)
-            if not np.any(in_rack):
+            in_rack = carrying[(carrying_group == group) & (carrying_rack == rack)]
+            if len(in_rack) == 0:
                 continue
             entries = RackEntries(
                 rack_members,
@@ -229,23 +231,57 @@ def _add_fan_out(
             exit_arcs.append(zero_cost_arcs(graph, blocks, lay.exit(g, rack_members), unlimited))
             exit_groups.append(g)
             exit_clients.append(rack_members)
-    for key in lay.exclusion_keys.tolist():
-        group, excluded = divmod(key, lay.n_clients)
-        rack = int(client_rack[excluded])
-        rack_members = lay.members[rack]
-        size = int(lay.block_size[rack])
-        position = int(np.searchsorted(rack_members, excluded))
-        own_block = position // size
-        node = int(lay.exclusion(np.array([group]), np.array([excluded]))[0])
-        n_blocks = -(-len(rack_members) // size)
-        others = np.array([b for b in range(n_blocks) if b != own_block], dtype=np.int64)
-        zero_cost_arcs(graph, np.full(len(others), node), lay.block_base[group, rack] + others, unlimited)
-        block_members = rack_members[own_block * size : (own_block + 1) * size]
-        siblings = block_members[block_members != excluded]
-        g = np.full(len(siblings), group, dtype=np.int64)
-        exit_arcs.append(
-            zero_cost_arcs(graph, np.full(len(siblings), node), lay.exit(g, siblings), unlimited)
-        )
-        exit_groups.append(g)
-        exit_clients.append(siblings)
+    if len(lay.exclusion_keys):
+        arcs, groups, clients = _add_exclusion_arcs(graph, lay, client_rack, unlimited)
+        exit_arcs.append(arcs)
+        exit_groups.append(groups)
+        exit_clients.append(clients)
     return np.concatenate(exit_arcs), np.concatenate(exit_groups), np.concatenate(exit_clients)
+
+
+def _add_exclusion_arcs(
+    graph: Graph, lay: Layout, client_rack: IntArray, unlimited: int
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Each exclusion node -> the other blocks of its rack, then -> the other clients of its own block.
+
+    Built for all nodes at once, in node order (each node's block arcs, then its client arcs); returns the
+    arcs to clients' exit nodes with their group and client.
+    """
+    group, excluded = np.divmod(lay.exclusion_keys, lay.n_clients)
+    node = lay.exclusion_base + np.arange(len(group))  # exclusion keys are sorted and distinct
+    rack = client_rack[excluded]
+    sizes = np.array([len(m) for m in lay.members], dtype=np.int64)
+    size = lay.block_size[rack]
+    rank_in_rack = np.zeros(lay.n_clients, dtype=np.int64)
+    for rack_members in lay.members:
+        rank_in_rack[rack_members] = np.arange(len(rack_members))
+    position = rank_in_rack[excluded]
+    own = position // size
+    n_other_blocks = -(-sizes[rack] // size) - 1
+    n_siblings = np.minimum(size, sizes[rack] - own * size) - 1
+    first_arc = np.cumsum(n_other_blocks + n_siblings) - n_other_blocks - n_siblings
+
+    def spread(counts: IntArray) -> tuple[IntArray, IntArray]:
+        """(node index, index within the node) of every arc of `counts` arcs per node."""
+        index = np.repeat(np.arange(len(counts)), counts)
+        return index, np.arange(len(index)) - np.repeat(np.cumsum(counts) - counts, counts)
+
+    block_node, block_index = spread(n_other_blocks)
+    block = block_index + (block_index >= own[block_node])  # every block but the node's own
+    sibling_node, sibling_index = spread(n_siblings)
+    at = own[sibling_node] * size[sibling_node] + sibling_index
+    at += at >= position[sibling_node]  # every client of the own block but the excluded one
+    offsets = np.cumsum(sizes) - sizes
+    sibling = np.concatenate([np.zeros(0, dtype=np.int64), *lay.members])[offsets[rack[sibling_node]] + at]
+    sibling_group = group[sibling_node]
+
+    n_arcs = int(n_other_blocks.sum() + n_siblings.sum())
+    tails, heads = np.empty(n_arcs, dtype=np.int64), np.empty(n_arcs, dtype=np.int64)
+    block_slot = first_arc[block_node] + block_index
+    tails[block_slot] = node[block_node]
+    heads[block_slot] = lay.block_base[group[block_node], rack[block_node]] + block
+    sibling_slot = first_arc[sibling_node] + n_other_blocks[sibling_node] + sibling_index
+    tails[sibling_slot] = node[sibling_node]
+    heads[sibling_slot] = lay.exit(sibling_group, sibling)
+    arcs = zero_cost_arcs(graph, tails, heads, unlimited)
+    return arcs[sibling_slot], sibling_group, sibling

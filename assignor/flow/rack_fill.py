@@ -16,6 +16,7 @@ caller re-solves with the rack's pods as separate nodes for those items (see `so
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,13 +65,11 @@ class _Copies:
 
     @staticmethod
     def of(placed: list[list[int]], entries: RackEntries) -> _Copies:
-        count: dict[int, int] = {}
-        forbidden: dict[int, set[int]] = {}
+        items: list[int] = entries.items.tolist()
+        count = Counter(items)
         members = set(entries.members.tolist())
-        for item, excluded in zip(entries.items.tolist(), entries.excluded.tolist(), strict=True):
-            count[item] = count.get(item, 0) + 1
-            if item not in forbidden:
-                forbidden[item] = {c for c in placed[item] if c in members}
+        forbidden = {item: members.intersection(placed[item]) for item in count}
+        for item, excluded in zip(items, entries.excluded.tolist(), strict=True):
             if excluded != NO_EXCLUSION:
                 forbidden[item].add(excluded)
         special = sorted(

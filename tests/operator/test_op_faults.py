@@ -154,8 +154,16 @@ def test_a_deleted_assignment_is_rebuilt_behind_a_barrier(
 ) -> None:
     with run_operator(operator_config.model_copy(update={"assignment_recheck": 0.5})):
         kube.apply(streamsapp(replicas=3, partitions=6))
-        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
-        wait_for(lambda: kube.status().get("assignment", {}).get("generation") == before.generation)
+        # Balanced, and the status reports that very generation (one more may follow balance under load).
+        before = wait_for(
+            lambda: (
+                (p := kube.publication()) is not None
+                and balanced(p, 3, 6)
+                and kube.status().get("assignment", {}).get("generation") == p.generation
+                and p
+            ),
+            what="balance, reported in status",
+        )
         kube.core.delete_namespaced_config_map("orders-assignment", "default")
 
         after = wait_for(

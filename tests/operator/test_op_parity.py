@@ -2,12 +2,12 @@
 
 One sequence of rounds is played to the operator's real reconciler (`AppReconciler`, against the API
 emulator, its pods' metrics answered from the sequence): it creates the pods of `replicas: 3`, a scale-out
-to 4 whose new pod warms up, a drain of one pod (replaced), a scale-in to 3 taken back a round later. The
-pods it creates are bound and ready by the next round. Every round is recorded: the spec, every pod it
-listed, every metric it scraped, and what it decided. The recording is then replayed to the simulator's
-operator (`smoothscale.simulation.operator_loop.Operator`, the `smoothscale` strategy). Round by round, both
-must take the same pod-set steps (create, mark leaving, take back, retire), plan for the same reason, and
-publish the same generation.
+to 4 whose new pod warms up, a drain of one pod (replaced), a scale-in to 3 taken back a round later, then a
+new template (a swap). The pods it creates are bound and ready by the next round. Every round is recorded:
+the spec, every pod it listed, every metric it scraped, and what it decided. The recording is then replayed
+to the simulator's operator (`smoothscale.simulation.operator_loop.Operator`, the `smoothscale` strategy).
+Round by round, both must take the same pod-set steps (create, surge, mark leaving, take back, retire), plan
+for the same reason, and publish the same generation.
 """
 
 from __future__ import annotations
@@ -51,8 +51,10 @@ SPEC: dict[str, Any] = {
 TASKS = [f"0_{p}" for p in range(6)]
 REPLICAS = {0: 3, 3: 4, 18: 3, 19: 4}
 """round -> the `replicas` a user sets then."""
+IMAGES = {0: "example/parity:1", 22: "example/parity:2"}
+"""round -> the pod template's image a user sets then (a new revision: a swap)."""
 DRAIN = (12, "parity-1")
-ROUNDS = 30
+ROUNDS = 32
 POD_SET_STEPS = ("stamp-leaving", "leaving", "kept", "retire", "remove-stopped", "restart", "create")
 """The journal's `scaling` steps of the pod-set decisions, in the order the operator takes them."""
 
@@ -76,6 +78,8 @@ class Round:
 
     now: datetime
     replicas: int
+    revision: str
+    """The template revision of the spec."""
     pods: list[Listed]
     metrics: dict[str, PodMetrics]
     steps: list[tuple[str, str]] = field(default_factory=list)
@@ -143,12 +147,20 @@ class RecordingScraper:
         pass
 
 
-def _body(replicas: int) -> dict[str, Any]:
+def _spec(replicas: int, image: str) -> dict[str, Any]:
+    return {
+        **SPEC,
+        "replicas": replicas,
+        "template": {"spec": {"containers": [{"name": "app", "image": image}]}},
+    }
+
+
+def _body(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {"name": APP, "namespace": NAMESPACE, "uid": UID, "generation": 1},
-        "spec": {**SPEC, "replicas": replicas},
+        "spec": spec,
     }
 
 
@@ -172,22 +184,23 @@ async def _operator_rounds(cluster: RunningEmulator, journal: Path) -> list[Roun
     with kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig)) as client:
         core = kubernetes.client.CoreV1Api(client)
         custom = kubernetes.client.CustomObjectsApi(client)
-        custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, _body(3))
+        custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, _body(SPEC))
         world = World(core)
         reconciler = AppReconciler(AppRef(NAMESPACE, APP, UID), context)
         published = EMPTY
-        replicas = 0
+        replicas, image = 0, ""
         try:
             for index in range(ROUNDS):
                 now = EPOCH + timedelta(seconds=ROUND_SECONDS * index)
                 clock["now"] = now
-                replicas = REPLICAS.get(index, replicas)
+                replicas, image = REPLICAS.get(index, replicas), IMAGES.get(index, image)
+                spec = _spec(replicas, image)
                 if index == DRAIN[0]:
                     world.drain(DRAIN[1], now)
                 listed = core.list_namespaced_pod(NAMESPACE).items
                 scraper.answer = world.metrics(index, published)
                 seen = len(journal.read_text().splitlines()) if journal.exists() else 0
-                await reconciler.reconcile(Observation(body=_body(replicas), zones=ZONES))
+                await reconciler.reconcile(Observation(body=_body(spec), zones=ZONES))
                 published = reconciler.publication
                 steps = [
                     (e["step"], e["pod"])
@@ -197,9 +210,9 @@ async def _operator_rounds(cluster: RunningEmulator, journal: Path) -> list[Roun
                 plans = [e["reason"] for e in _journal(journal, "plan", seen)]
                 pods = [_listed(p) for p in listed]
                 metrics = dict(scraper.answer)
-                rounds.append(
-                    Round(now, replicas, pods, metrics, steps, plans[0] if plans else None, published)
-                )
+                revision = template_revision(load_spec(spec))
+                planned = plans[0] if plans else None
+                rounds.append(Round(now, replicas, revision, pods, metrics, steps, planned, published))
                 for step, name in steps:
                     if step == "retire":
                         world.acked.pop(name, None)
@@ -285,24 +298,24 @@ async def test_the_simulator_decides_as_the_operator_on_the_same_observations(
         EPOCH,
         APP,
     )
-    revision = template_revision(spec)
     reasons = []
     for index, observed in enumerate(recorded):
         seconds = (observed.now - EPOCH).total_seconds()
-        result = simulated.wake(seconds, Replay(observed), AppSpec(observed.replicas, revision), scrape=True)
+        wanted = AppSpec(observed.replicas, observed.revision)
+        result = simulated.wake(seconds, Replay(observed), wanted, scrape=True)
         where = f"round {index} at +{ROUND_SECONDS * index}s"
         assert _steps(result.pod_set) == observed.steps, where
         assert result.plan_reason == observed.planned, where
         assert simulated.published == observed.published, where
         reasons.append(observed.planned)
     # The sequence exercised what it is about: a first plan, the new pods, catch-ups, the drain and its
-    # replacement, a retirement, a scale-in taken back.
+    # replacement, a retirement, a scale-in taken back, then a swap: new pods surged (the lowest free ordinal
+    # first), an old pod marked for each ready new one, and every old pod retired.
     assert {"FirstPlan", "PodsChanged", "CaughtUp"} <= set(reasons)
     steps = [step for r in recorded for step in r.steps]
-    assert [pod for step, pod in steps if step == "create"] == [f"{APP}-{n}" for n in range(5)]
-    assert ("retire", DRAIN[1]) in steps
-    assert [step for step in steps if step[0] in ("leaving", "kept")] == [
-        ("leaving", f"{APP}-4"),
-        ("kept", f"{APP}-4"),
-    ]
+    created = [int(pod.rsplit("-", 1)[1]) for step, pod in steps if step == "create"]
+    assert created == [0, 1, 2, 3, 4, 1, 5, 6, 7]
+    assert [pod for step, pod in steps if step == "leaving"] == [f"{APP}-{n}" for n in (4, 4, 3, 2, 0)]
+    assert [pod for step, pod in steps if step == "kept"] == [f"{APP}-4"]
+    assert sorted(pod for step, pod in steps if step == "retire") == [f"{APP}-{n}" for n in range(5)]
     assert recorded[-1].published.generation >= 5
