@@ -1,21 +1,28 @@
 """Head-to-head on one real broker: the sample Kafka Streams app scaled out from 3 to 6 instances,
 (a) with Kafka Streams' own assignor (its defaults, except probing.rebalance.interval.ms at its minimum of
-60 s), then (b) with the bridge following publications made by smoothscale's planner from the instances'
-metrics (the planning and publishing the operator does, run in this process: the operator cannot start
-Java pods in the sandbox yet).
+60 s), then (b) with the bridge following the publications of the operator's own decision path: the control
+core (`smoothscale.operator.control`: when to plan, the planner's input, what to publish for
+`spec.runtime: KafkaStreams`) through the simulator's adapter to it, fed each round (`--scrape-interval`)
+with the instances' metrics, as the operator scrapes them. Both sides' instances are started the same way
+by the benchmark (the operator's own run of such pods, through the sandbox's kubelet stand-in, is
+`tests/bridge/test_bridge_operator.py`).
 
-Both runs use the same app, topics of the same size and the same amount of state. Per run it reports the
-time from starting the new instances to a balanced assignment in Kafka's own view of the group (every
-instance within one active task of every other; for (b) also the plan stable), the rebalances Kafka ran,
-the records restored by tasks that were active (so not processing meanwhile), and the longest processing
-pause of any task: from "Suspended from RUNNING" on its old owner to "Restored and ready to run" on its
-new one, both read from the instances' own logs. The last line is one JSON object.
+Both runs use the same app, topics of the same size and the same amount of state (by default 100,000
+changelog records per task and store: restoring all of it takes tens of seconds here). Per run it reports
+the time from starting the new instances to a balanced assignment in Kafka's own view of the group (every
+instance within one active task of every other; for (b) also the plan final, published and run by every
+pod), the rebalances Kafka ran, the records restored by tasks that were active (so not processing
+meanwhile), and every moved task's pause: from "Suspended from RUNNING" on its old owner to "Restored and
+ready to run" on its new one, both from the instances' own logs (millisecond stamps), with the longest one
+broken down by phase (`pause_breakdown`). The last line is one JSON object.
 
-    python benchmarks/kafka_streams_bench.py [--partitions 6] [--orders 78000]
+    python benchmarks/kafka_streams_bench.py [--partitions 6] [--orders 600000] [--scrape-interval 1]
 
 Kafka's assignor moves a task to a new instance at once when the instance is within
 acceptable.recovery.lag (10,000 records) of it, and otherwise warms it up first (two at a time) and moves
-it at a probing rebalance: the defaults give each task more changelog records than that.
+it at a later rebalance: a probing one, or any other that happens to come after the warmup caught up (each
+move's own follow-up rebalance is one, about 3 s later with Kafka's heartbeat interval: with little state,
+warmups catch up within that chain and Kafka balances without probing).
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import kubernetes
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -40,6 +48,8 @@ from smoothscale.assignor.planner import plan
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import SampleApp, create_topics
+from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport
+from smoothscale.simulation.strategies import Smoothscale
 
 FIRST = [f"orders-{i}" for i in range(3)]
 ALL = [f"orders-{i}" for i in range(6)]
@@ -47,6 +57,11 @@ STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
 TASK_EVENT = re.compile(r"task \[(\d+_\d+)\] (Suspended from RUNNING|Restored and ready to run)")
 RESTORED = re.compile(r"Finished restoring changelog .* with a total number of (\d+) records")
 ASSIGNED = re.compile(r"Assigned \d+ total tasks including")
+# A task's input partition in the consumer's "Adding newly assigned partitions" line, by subtopology.
+INPUT_PARTITION = {"0": r"orders-[a-z]+-{partition}", "1": r"by-customer-repartition-{partition}"}
+TIMEOUT_S = 1200
+DEAD_THREAD = "Shutting down unclean"
+SPEC = AppSpec(replicas=len(ALL), revision="0")  # every pod the benchmark starts runs the one template
 # A probing rebalance Kafka scheduled (an immediate follow-up after a revocation is "scheduled for" 1970).
 PROBING = re.compile(r"Triggering the followup rebalance scheduled for (?!1970)")
 
@@ -54,12 +69,16 @@ PROBING = re.compile(r"Triggering the followup rebalance scheduled for (?!1970)"
 def produce(bootstrap: str, topic: str, orders: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 0})
     for index in range(orders):
-        producer.produce(
-            topic, key=f"order-{index}".encode(), value=f"customer-{index}:{index % 7 + 1}".encode()
-        )
+        key, value = f"order-{index}".encode(), f"customer-{index}:{index % 7 + 1}".encode()
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value)
+                break
+            except BufferError:  # the local queue is full while a loaded broker catches up
+                producer.poll(0.5)
         if index % 10_000 == 0:
             producer.poll(0)
-    if producer.flush(60) != 0:
+    if producer.flush(120) != 0:
         raise RuntimeError("orders were not all acknowledged")
 
 
@@ -95,83 +114,203 @@ def tasks_of(partitions: int, ends: Mapping[str, int]) -> list[Task]:
     return [Task(id=t, subtopology=t.split("_")[0], changelog_offsets=ends.get(t, 0)) for t in ids]
 
 
-def snapshot(app: SampleApp, published: Publication, partitions: int) -> Snapshot | None:
-    """What the operator would know: every instance's lag per task, and what is published; None when an
-    instance that holds tasks cannot be scraped (as the operator, plan only on complete information)."""
-    lags: dict[str, dict[str, int]] = {}
-    ends: dict[str, int] = {}
+class Scrape:
+    """What the operator sees of the instances in one round: each pod's metrics, read once (the control
+    core's `View`). A pod is running for the operator once it reports a generation: it follows its
+    assignment (docs/handover.md), as the kubelet stand-in counts a pod ready only then."""
+
+    def __init__(self, app: SampleApp) -> None:
+        self.samples = {pod: instance.metrics() for pod, instance in app.instances.items()}
+
+    def series(self, pod: str, name: str) -> dict[str, int]:
+        prefix = f'{name}{{task="'
+        samples = self.samples[pod].items()
+        return {k.split('"')[1]: int(v) for k, v in samples if k.startswith(prefix)}
+
+    def generation(self, pod: str) -> int | None:
+        value = self.samples[pod].get("smoothscale_assignment_generation")
+        return None if value is None else int(value)
+
+    def listed_pods(self) -> list[PodReport]:
+        return [
+            PodReport(pod, "zone-a", 1, None, -1 if generation is None else generation, 0, ready=ready)
+            for pod in self.samples
+            for generation in [self.generation(pod)]
+            for ready in [generation is not None]
+        ]
+
+    def running_pods(self) -> list[PodReport]:
+        return [pod for pod in self.listed_pods() if pod.ready]
+
+    def lags(self, pod: str) -> dict[str, int]:
+        return self.series(pod, "smoothscale_task_lag")
+
+    def changelog_ends(self) -> dict[str, int]:
+        ends: dict[str, int] = {}
+        for pod in self.samples:
+            for task, end in self.series(pod, "smoothscale_task_changelog_end_offset").items():
+                ends[task] = max(ends.get(task, 0), end)
+        return ends
+
+
+def log_events(app: SampleApp, since: datetime) -> list[tuple[datetime, str, str]]:
+    """(time, pod, line) of every log line of every instance from `since` on, in time order."""
+    events = []
     for pod, instance in app.instances.items():
-        samples = instance.metrics()
-        held = published.assignment.get(pod, ClientAssignment())
-        if not samples and (held.active or held.standby or held.warmup):
-            return None
-        lags[pod] = {}
-        for series, value in samples.items():
-            if series.startswith('smoothscale_task_lag{task="'):
-                lags[pod][series.split('"')[1]] = int(value)
-            elif series.startswith('smoothscale_task_changelog_end_offset{task="'):
-                task = series.split('"')[1]
-                ends[task] = max(ends.get(task, 0), int(value))
-    clients = []
-    for pod in app.instances:
-        held = published.assignment.get(pod, ClientAssignment())
-        clients.append(
-            Client(
-                id=pod,
-                rack="zone-a",
-                lags=lags[pod],
-                active=held.active,
-                standby=held.standby,
-                warmup=held.warmup,
-            )
-        )
-    return Snapshot(
-        now=datetime.now(UTC), config=PlannerConfig(), tasks=tasks_of(partitions, ends), clients=clients
-    )
-
-
-def log_figures(app: SampleApp, since: datetime) -> dict[str, float]:
-    """Rebalances, records restored by active tasks, and the longest task pause, from the instances' logs."""
-    rebalances = restored = probing = 0
-    events: list[tuple[datetime, str, str]] = []
-    for instance in app.instances.values():
         for line in instance.log.read_text(errors="replace").splitlines():
             stamp = STAMP.match(line)
-            if stamp is None:
-                continue
-            at = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f")
-            if at < since:
-                continue
-            if ASSIGNED.search(line):
-                rebalances += 1
-            if PROBING.search(line):
-                probing += 1
-            if found := RESTORED.search(line):
-                restored += int(found.group(1))
-            if found := TASK_EVENT.search(line):
-                events.append((at, found.group(1), found.group(2)))
-    longest = 0.0
-    stopped: dict[str, datetime] = {}
-    for at, task, kind in sorted(events):
-        if kind.startswith("Suspended"):
-            stopped.setdefault(task, at)
-        elif task in stopped:
-            longest = max(longest, (at - stopped.pop(task)).total_seconds())
+            if stamp is not None:
+                at = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f")
+                if at >= since:
+                    events.append((at, pod, line))
+    return sorted(events)
+
+
+def pause_breakdown(
+    events: list[tuple[datetime, str, str]], stopped: datetime, old: str, new: str, task: str, ready: datetime
+) -> dict[str, float]:
+    """Where one moved task's pause went, from both owners' logs (seconds): `revoke` (the old owner's
+    suspend, EOS commit and close), `join` (the follow-up rebalance's JoinGroup, until the new owner is a
+    member of it: it waits for every member), `sync` (SyncGroup and the assignment reaching the new owner),
+    `init` (the new owner creates the task: producer, stores), `restore` (the changelog tail and the switch
+    to RUNNING, which fetches the committed offsets)."""
+    subtopology, partition = task.split("_")
+    topic_partition = INPUT_PARTITION[subtopology].format(partition=partition)
+
+    def first(pod: str, pattern: re.Pattern[str] | str, after: datetime) -> datetime:
+        for at, who, line in events:
+            if who == pod and at >= after and at <= ready and re.search(pattern, line):
+                return at
+        return ready
+
+    def last(pod: str, text: str, after: datetime, before: datetime) -> datetime:
+        return max(
+            (at for at, who, line in events if who == pod and after <= at <= before and text in line),
+            default=before,
+        )
+
+    closed = first(old, rf"task \[{task}\] Closed clean", stopped)
+    assigned = first(new, rf"Adding newly assigned partitions: \[[^]]*{topic_partition}\b", closed)
+    synced = last(new, "Successfully synced group", closed, assigned)
+    joined = last(new, "Successfully joined group", closed, synced)
+    initialized = first(new, rf"task \[{task}\] Initialized", assigned)
+    restored = first(new, rf"Stateful active task {task} completed restoration", initialized)
+    return {
+        "revoke": (closed - stopped).total_seconds(),
+        "join": (joined - closed).total_seconds(),
+        "sync": (synced - joined).total_seconds(),
+        "recycle": (assigned - synced).total_seconds(),
+        "init": (initialized - assigned).total_seconds(),
+        "restore": (restored - initialized).total_seconds(),
+        "to_running": (ready - restored).total_seconds(),
+    }
+
+
+def log_figures(app: SampleApp, since: datetime) -> dict[str, Any]:
+    """Rebalances, records restored by active tasks, and every moved task's pause (with its breakdown, see
+    `pause_breakdown`), from the instances' own logs."""
+    rebalances = restored = probing = 0
+    events = log_events(app, since)
+    stopped: dict[str, tuple[datetime, str]] = {}
+    pauses: list[tuple[float, dict[str, float]]] = []
+    for at, pod, line in events:
+        rebalances += bool(ASSIGNED.search(line))
+        probing += bool(PROBING.search(line))
+        if found := RESTORED.search(line):
+            restored += int(found.group(1))
+        if found := TASK_EVENT.search(line):
+            task, kind = found.group(1), found.group(2)
+            if kind.startswith("Suspended"):
+                stopped.setdefault(task, (at, pod))
+            elif task in stopped:
+                since_stop, old = stopped.pop(task)
+                parts = pause_breakdown(events, since_stop, old, pod, task, at)
+                pauses.append(((at - since_stop).total_seconds(), parts))
+    longest = max(pauses, key=lambda pause: pause[0], default=(0.0, {}))
     return {
         "rebalances": rebalances,
         "probing_rebalances": probing,
         "records_restored": restored,
-        "longest_pause_s": round(longest, 2),
+        "moved_tasks": len(pauses),
+        "longest_pause_s": round(longest[0], 2),
+        "longest_pause_parts_s": {name: round(value, 2) for name, value in longest[1].items()},
+        "pauses_s": sorted(round(pause, 2) for pause, _ in pauses),
     }
 
 
+def check_alive(app: SampleApp, started: float) -> None:
+    """Fail the run, naming the pod, when an instance exited or lost its stream thread (it then holds up
+    every rebalance of the group until max.poll.interval.ms); or when the run takes too long."""
+    if time.monotonic() - started > TIMEOUT_S:
+        raise TimeoutError(f"no balanced assignment within {TIMEOUT_S} s")
+    for pod, instance in app.instances.items():
+        if instance.process.poll() is not None or DEAD_THREAD in instance.log.read_text(errors="replace"):
+            raise RuntimeError(f"{pod}'s Kafka Streams client failed: see {instance.log}")
+
+
+def drive_kafka(app: SampleApp, tasks: int, started: float) -> None:
+    """Kafka Streams' own assignor: wait until its view of the group is balanced."""
+    while not balanced(app.kafka_view(), tasks):
+        check_alive(app, started)
+        time.sleep(0.5)
+
+
+def drive_smoothscale(
+    app: SampleApp,
+    api: Any,
+    first: Publication,
+    partitions: int,
+    started: float,
+    scrape_interval: float,
+) -> int:
+    """The operator's decision path (`smoothscale.operator.control`, through the simulator's adapter to it)
+    on what the instances' metrics show, one round per `scrape_interval`, until the plan is final, fully
+    published and run by every pod, and Kafka's view of the group is balanced; the generations published."""
+    scrape = Scrape(app)
+    running = scrape.running_pods()
+    operator = Operator(
+        Smoothscale(),
+        PlannerConfig(),
+        tasks_of(partitions, scrape.changelog_ends()),
+        datetime.now(UTC) - timedelta(seconds=time.monotonic() - started),
+        app.app,
+        kafka_rebalances=True,
+    )
+    operator.published = first  # the pods run it: plan from it, as the operator after a restart
+    operator.adopt(plan(operator.snapshot(0, scrape, running)), first, scrape, running)
+    while not (operator.at_rest(scrape) and balanced(app.kafka_view(), 2 * partitions)):
+        check_alive(app, started)
+        now = time.monotonic() - started
+        woken = operator.wake(now, scrape, SPEC, scrape=True)
+        if woken.publication is not None:
+            app.publish(api, woken.publication)
+            moved = sum(
+                len(set(roles.active) - set(first.assignment.get(pod, ClientAssignment()).active))
+                for pod, roles in woken.publication.assignment.items()
+            )
+            first = woken.publication  # what the next generation's moves are counted against
+            print(
+                f"[smoothscale] +{now:.1f} s generation {first.generation} ({woken.plan_reason}):"
+                f" {sum(len(r.warmup) for r in first.assignment.values())} warmups, {moved} actives moved",
+                file=sys.stderr,
+            )
+        time.sleep(max(0.0, scrape_interval - (time.monotonic() - started - now)))
+        scrape = Scrape(app)
+    generation: int = first.generation
+    return generation
+
+
 def run(
-    mode: str, cluster: KafkaCluster, kubeconfig: Path, work: Path, partitions: int, orders: int
-) -> dict[str, float]:
-    bootstrap = cluster.bootstrap_servers
+    mode: str,
+    cluster: KafkaCluster,
+    kubeconfig: Path,
+    work: Path,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    bootstrap, partitions = cluster.bootstrap_servers, args.partitions
     orders_topic, totals_topic = f"orders-{mode}", f"totals-{mode}"
     create_topics(bootstrap, {orders_topic: partitions, totals_topic: partitions})
-    produce(bootstrap, orders_topic, orders)
+    produce(bootstrap, orders_topic, args.orders)
     env = {
         "ORDERS_TOPIC": orders_topic,
         "TOTALS_TOPIC": totals_topic,
@@ -180,50 +319,33 @@ def run(
     app = SampleApp(f"bench-{mode}", "default", bootstrap, kubeconfig, work / mode, env)
     api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(kubeconfig)))
     bridged = mode == "smoothscale"
-    published = Publication(generation=0)
-    tasks = 2 * partitions
+    newcomers = Snapshot(
+        now=datetime.now(UTC),
+        tasks=tasks_of(partitions, {}),
+        clients=[Client(id=p, rack="zone-a") for p in FIRST],
+    )
+    first = Publication(generation=1, assignment=plan(newcomers).assignment)
     try:
         if bridged:
-            newcomers = Snapshot(
-                now=datetime.now(UTC),
-                tasks=tasks_of(partitions, {}),
-                clients=[Client(id=p, rack="zone-a") for p in FIRST],
-            )
-            published = Publication(generation=1, assignment=plan(newcomers).assignment)
-            app.publish(api, published)
+            app.publish(api, first)
         for pod in FIRST:
             app.start(pod, bridged=bridged)
         processing = wait_processed(app, [orders_topic, f"{app.app}-by-customer-repartition"])
-        print(f"[{mode}] 3 instances processed {orders} orders in {processing:.0f} s", file=sys.stderr)
+        print(f"[{mode}] 3 instances processed {args.orders} orders in {processing:.0f} s", file=sys.stderr)
         since = datetime.now()
         started = time.monotonic()
         for pod in ALL[3:]:
             app.start(pod, bridged=bridged)
-        deadline = started + 1200
-        while time.monotonic() < deadline:
-            stable = True
-            if bridged:
-                known = snapshot(app, published, partitions)
-                planned = None if known is None else plan(known)
-                stable = planned is not None and planned.stable
-                if planned is not None and planned.assignment != published.assignment:
-                    published = Publication(
-                        generation=published.generation + 1, assignment=planned.assignment
-                    )
-                    app.publish(api, published)
-                    print(
-                        f"[{mode}] +{time.monotonic() - started:.1f} s generation {published.generation}:"
-                        f" {planned.stats.warmups} warmups, {planned.stats.moved_actives} actives moved",
-                        file=sys.stderr,
-                    )
-            if stable and balanced(app.kafka_view(), tasks):
-                break
-            time.sleep(0.5)
+        figures: dict[str, Any] = {}
+        if bridged:
+            figures["generations"] = drive_smoothscale(
+                app, api, first, partitions, started, args.scrape_interval
+            )
         else:
-            raise TimeoutError(f"[{mode}] no balanced assignment within 20 minutes")
+            drive_kafka(app, 2 * partitions, started)
         seconds = time.monotonic() - started
         print(f"[{mode}] balanced {seconds:.1f} s after the scale-out", file=sys.stderr)
-        return {"balance_s": round(seconds, 1), **log_figures(app, since)}
+        return {"balance_s": round(seconds, 1), **figures, **log_figures(app, since)}
     finally:
         app.stop_all()
 
@@ -231,34 +353,35 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=6, help="input partitions (tasks per subtopology)")
-    parser.add_argument("--orders", type=int, default=78_000, help="orders, each a new key in both stores")
+    parser.add_argument("--orders", type=int, default=600_000, help="orders, each a new key in both stores")
+    parser.add_argument(
+        "--scrape-interval", type=float, default=1.0, help="the operator's --scrape-interval (seconds)"
+    )
+    parser.add_argument("--keep", type=Path, help="a work folder to keep (the instances' logs)")
+    parser.add_argument("--only", choices=["smoothscale"], help="run one side (its figures only)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kafka-streams-bench-") as tmp:
-        work = Path(tmp)
+        work = args.keep or Path(tmp)
         with KafkaCluster(work / "kafka", work / "kafka-logs") as cluster, EmulatorThread() as emulator:
-            kafka = run("kafka", cluster, emulator.kubeconfig, work, args.partitions, args.orders)
-            smooth = run("smoothscale", cluster, emulator.kubeconfig, work, args.partitions, args.orders)
-    print(
-        json.dumps(
-            {
-                "tasks": 2 * args.partitions,
-                "orders": args.orders,
-                "kafka_balance_s": kafka["balance_s"],
-                "kafka_rebalances": kafka["rebalances"],
-                "kafka_records_restored": kafka["records_restored"],
-                "kafka_longest_pause_s": kafka["longest_pause_s"],
-                "kafka_probing_rebalances": kafka["probing_rebalances"],
-                # each probing round waits the default 600 s instead of 60 s
-                "kafka_balance_at_default_probing_s_estimate": kafka["balance_s"]
-                + kafka["probing_rebalances"] * (600 - 60),
-                "smoothscale_balance_s": smooth["balance_s"],
-                "smoothscale_rebalances": smooth["rebalances"],
-                "smoothscale_records_restored": smooth["records_restored"],
-                "smoothscale_longest_pause_s": smooth["longest_pause_s"],
-                "balance_speedup_x": round(kafka["balance_s"] / max(smooth["balance_s"], 0.1), 1),
-            }
-        )
-    )
+            if args.only:
+                print(json.dumps(run(args.only, cluster, emulator.kubeconfig, work, args)))
+                return
+            kafka = run("kafka", cluster, emulator.kubeconfig, work, args)
+            smooth = run("smoothscale", cluster, emulator.kubeconfig, work, args)
+    for name, figures in (("kafka", kafka), ("smoothscale", smooth)):
+        print(f"[{name}] pauses (s): {figures.pop('pauses_s')}", file=sys.stderr)
+    result = {
+        "tasks": 2 * args.partitions,
+        "orders": args.orders,
+        "smoothscale_scrape_interval_s": args.scrape_interval,
+        **{f"kafka_{name}": value for name, value in kafka.items()},
+        # each probing round waits the default 600 s instead of 60 s
+        "kafka_balance_at_default_probing_s_estimate": kafka["balance_s"]
+        + kafka["probing_rebalances"] * (600 - 60),
+        **{f"smoothscale_{name}": value for name, value in smooth.items()},
+        "balance_speedup_x": round(kafka["balance_s"] / max(smooth["balance_s"], 0.1), 1),
+    }
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -4,16 +4,20 @@ every source that shows them: the assignor's, the clients', the coordinator's li
 From the leaders' "participating in this rebalance" lines and from the rebalance table (`generations`),
 consecutive rebalances of a group are compared:
 - `closely-grouped`: two rebalances within `close_seconds` (the first one almost certainly failed; the
-  "SyncGroup failed" lines around it are cited too);
+  "SyncGroup failed" lines around it are cited too), unless a member synced the first one's assignment
+  or its leader asked for the second (a cooperative rebalance's follow-up, when tasks change owner);
 - `leader-change`: the leader is another thread than the previous one;
-- `membership-churn`: the count of nodes or consumers changed; the consumers that came and went are named
-  when the assignor listed them;
+- `membership-churn`: the count of nodes or consumers changed, or the members listed did; the consumers
+  that came and went are named when the assignor listed them (one incident per change: the same consumers
+  coming, or going);
 - `regular-probing`: at least `probing_min_rebalances` rebalances at near-identical intervals (within
   `interval_tolerance`, and at least `probing_min_interval_s` apart): warmups taking long to catch up;
   `endless-probing` when such a run lasts until the end of the logs with `endless_min_rebalances` or more.
 From the rebalance table alone:
-- `rejoin-loop`: `rejoin_min_generations` or more generations in a row with the same member count, each
-  starting less than `rejoin_gap_s` after the previous one completed: the group does not settle;
+- `rejoin-loop`: `rejoin_min_generations` or more generations in a row with the same members (the same
+  count when they are not listed), each starting less than `rejoin_gap_s` after the previous one
+  completed: the group does not settle. A cooperative rebalance's follow-up (the members rejoin to give
+  up revoked tasks, or at the leader's request) is planned, no loop;
 - `slow-rebalance`: a generation that took more than `slow_rebalance_s` (members waited for one that
   stopped without leaving);
 - `never-stabilised`: a rebalance that began and produced no generation in the `unstable_s` or more of
@@ -40,6 +44,9 @@ from smoothscale.pipeline.generations import client_id
 from smoothscale.pipeline.member_incidents import member_findings
 from smoothscale.pipeline.timeline import cite, no_members, seconds_between
 
+# The reasons members give for a cooperative rebalance's planned follow-up.
+PLANNED_REJOIN = r"(?i)need to revoke partitions and re-join|triggered followup rebalance"
+
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
@@ -65,11 +72,12 @@ def _diagnosis(
     evidence: Column,
     end_ts: Column | None = None,
     interval_s: Column | None = None,
+    key: Column | None = None,
 ) -> DataFrame:
     return frame.select(
         "group",
         F.lit(kind).alias("kind"),
-        F.lit("").alias("key"),  # about the group as a whole
+        (key if key is not None else F.lit("")).alias("key"),  # "": about the group as a whole
         "ts",
         (end_ts if end_ts is not None else F.col("ts")).alias("end_ts"),
         members.alias("members"),
@@ -90,7 +98,14 @@ def _successive(frame: DataFrame) -> DataFrame:
 
 
 def closely_grouped(pairs: DataFrame, incidents: DataFrame, limits: Thresholds) -> DataFrame:
-    close = pairs.where(F.col("gap_s") < limits.close_seconds)
+    # The first one completed when a member synced its assignment or the leader planned the second.
+    completed = incidents.where(F.col("kind").isin("synced", "followup-scheduled")).select(
+        F.col("group").alias("c_group"), F.col("ts").alias("c_ts")
+    )
+    between = (completed["c_group"] == pairs["group"]) & completed["c_ts"].between(
+        pairs["prev_ts"], pairs["ts"]
+    )
+    close = pairs.where(F.col("gap_s") < limits.close_seconds).join(completed, between, "left_anti")
     failures = incidents.where(F.col("kind").isin("sync-failed", "join-failed")).select(
         F.col("group").alias("f_group"), F.col("ts").alias("f_ts"), cite().alias("f_cite")
     )
@@ -124,7 +139,8 @@ def closely_grouped(pairs: DataFrame, incidents: DataFrame, limits: Thresholds) 
 def leader_changes(pairs: DataFrame) -> DataFrame:
     changed = pairs.where(F.col("leader") != F.col("prev_leader"))
     detail = F.format_string(
-        "the group leader changed from %s to %s: the previous leader did not complete the rebalance",
+        "the group leader changed from %s to %s: the previous leader left the group or did not complete"
+        " the rebalance",
         F.col("prev_leader"),
         F.col("leader"),
     )
@@ -134,11 +150,17 @@ def leader_changes(pairs: DataFrame) -> DataFrame:
 
 
 def membership_churn(pairs: DataFrame) -> DataFrame:
+    def listed(name: str) -> Column:  # member ids as client ids: the same consumer whatever lists it
+        return F.array_sort(F.array_distinct(F.transform(F.coalesce(name, no_members()), client_id)))
+
+    before, after = listed("prev_members"), listed("members")
+    left, joined = F.array_except(before, after), F.array_except(after, before)
+    both_listed = (F.size(before) > 0) & (F.size(after) > 0)
     changed = pairs.where(
-        (F.col("nodes") != F.col("prev_nodes")) | (F.col("consumers") != F.col("prev_consumers"))
+        (F.col("nodes") != F.col("prev_nodes"))
+        | (F.col("consumers") != F.col("prev_consumers"))
+        | (both_listed & (before != after))
     )
-    left = F.array_except(F.coalesce("prev_members", no_members()), F.coalesce("members", no_members()))
-    joined = F.array_except(F.coalesce("members", no_members()), F.coalesce("prev_members", no_members()))
 
     def count(prefix: str) -> Column:
         nodes, consumers = (
@@ -157,7 +179,12 @@ def membership_churn(pairs: DataFrame) -> DataFrame:
         F.when(F.size(joined) > 0, F.concat(F.lit("; came: "), F.array_join(joined, ", "))).otherwise(""),
     )
     return _diagnosis(
-        changed, "membership-churn", detail, F.concat(left, joined), F.array("prev_cite", "cite")
+        changed,
+        "membership-churn",
+        detail,
+        F.concat(left, joined),
+        F.array("prev_cite", "cite"),
+        key=F.concat(F.lit("came "), F.array_join(joined, ","), F.lit(" gone "), F.array_join(left, ",")),
     )
 
 
@@ -278,9 +305,16 @@ def rejoin_loops(table: DataFrame, limits: Thresholds) -> DataFrame:
     order = Window.partitionBy("group").orderBy("generation")
     done = table.where(F.col("generation").isNotNull() & F.col("end").isNotNull())
     gap = seconds_between(F.lag("end").over(order), F.col("start"))
-    # The same members again: a rebalance caused by a member joining or leaving is no loop.
-    same_members = F.col("member_count").eqNullSafe(F.lag("member_count").over(order))
-    chained = done.withColumn("chained", F.coalesce((gap < limits.rejoin_gap_s) & same_members, F.lit(False)))
+    # The same members again: a rebalance caused by a member joining or leaving is no loop (nor is one
+    # that replaced a member by another, as a replaced stream thread does).
+    previous = F.lag("members").over(order)
+    same_members = F.when(
+        (F.size("members") > 0) & (F.size(previous) > 0), F.col("members") == previous
+    ).otherwise(F.col("member_count").eqNullSafe(F.lag("member_count").over(order)))
+    planned = F.coalesce(F.col("reason").rlike(PLANNED_REJOIN), F.lit(False))
+    chained = done.withColumn(
+        "chained", F.coalesce((gap < limits.rejoin_gap_s) & same_members & ~planned, F.lit(False))
+    )
     run = F.sum(F.when(F.col("chained"), 0).otherwise(1)).over(
         order.rowsBetween(Window.unboundedPreceding, 0)
     )

@@ -26,6 +26,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+# A Kafka Streams process id; the tail of a member id.
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # kubectl's --prefix, then a container runtime's own stamp (CRI adds the stream and a partial-line flag).
 CONTAINER_PREFIX = (
     r"^\s*(?:\[pod/[^\]\s]*\]\s+)?"
@@ -42,9 +44,11 @@ LOG_LINE = (
     r"^\s*(?:\[pod/[^\]\s]*\]\s+)?(?:\{.*\"(?:@timestamp|timestamp|time|timeMillis)\"\s*:"
     r"|\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2})"
 )
-# The rest of a multi-line record: stack frames, causes, indented continuations, a closing brace.
+# The rest of a multi-line record: stack frames, causes, indented continuations, a closing brace, and
+# the Streams assignor's lines (`<process uuid>=[activeTasks: ...]` per node, `and stateless tasks: [...]`).
 CONTINUATION = (
     r"^(?:\[pod/[^\]\s]*\]\s+)?(?:\s+\S|Caused by: |Suppressed: |\.\.\. ?\d+ (?:more|common frames omitted)"
+    r"|" + UUID + r"=\[|and stateless tasks: "
     r"|(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b|[\]}\)]\.?\s*$)"
 )
 # Kafka's own layout ends each line with the logger in parentheses: `(kafka.coordinator.group.X)`,

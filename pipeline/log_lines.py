@@ -49,7 +49,7 @@ FIELDS = (
 NUMERIC_FIELDS = frozenset({"generation", "nodes", "consumers", "scheduled_ms"})
 UNRECOGNISED = "unrecognised"
 
-UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+UUID = log_layouts.UUID
 # A consumer's log prefix: plain, static member (instanceId) or Connect worker. Groups: member, group.
 _CLIENT = r"\[(?:Consumer|Worker)(?: instanceId=[^,\]]+,)? clientId=([^,\]]+), groupId=([^,\]]+)\]"
 # A Streams thread (or its consumer). Groups: member, group.
@@ -60,6 +60,9 @@ _STREAMS = r"stream-(?:thread|client) \[((\S+?)-" + UUID + r"(?:-StreamThread-\d
 _LEADER = r"stream-thread \[((\S+?)-(" + UUID + r")-StreamThread-\d+-consumer)\]"
 # The broker names a member `M` or, from 2.3 to 3.x, `[group.instance.id I, member.id M]`. Group: member.
 _BROKER_MEMBER = r"Member(?:\[group\.instance\.id [^,]*, member\.id | )([^\s\]]+)\]?"
+# When a probing rebalance is due: epoch ms before 4.0, then Kafka's log date (`Utils.toLogDateTimeFormat`:
+# `2026-11-25 16:38:04,430 Z`, the JVM's zone as `Z` or `+01:00`). Group: the time.
+_DUE = r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} (?:Z|[+-]\d{2}:\d{2})|\d+)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,13 +296,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "probing-scheduled",
         "to probe for caught-up replica tasks",
-        _LEADER + r" Requesting followup rebalance be scheduled by (?:\S+) for (\d+) to probe",
+        _LEADER + r" Requesting followup rebalance be scheduled by (?:\S+) for " + _DUE + " to probe",
         ("member", "group", "process", "scheduled_ms"),
     ),
     LinePattern(
         "probing-scheduled",
         "Requested to schedule next probing rebalance at",
-        _THREAD + r".*?Requested to schedule next probing rebalance at (\d+)",
+        _THREAD + r".*?Requested to schedule next probing rebalance at " + _DUE,
         ("member", "group", "scheduled_ms"),
     ),
     # Before 3.4 the assignor wrote the probing rebalance's epoch time followed by "ms".
@@ -318,7 +321,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "followup-triggered",
         "Triggering the followup rebalance scheduled for",
-        _THREAD + r".*?Triggering the followup rebalance scheduled for (\d+)",
+        _THREAD + r".*?Triggering the followup rebalance scheduled for " + _DUE,
         ("member", "group", "scheduled_ms"),
     ),
     LinePattern(
@@ -402,6 +405,8 @@ RELATED = (
     r"|attempt to heartbeat|heartbeat expiration|group coordinator|state transition|stream threads have died"
     r"|fenced (?:by|from)|is being fenced|participating in this rebalance"
 )
+# A transactional producer finds its group's coordinator to commit offsets: no group membership.
+UNRELATED = "[Producer clientId="
 
 for _pattern in PATTERNS:  # a pattern whose groups and fields disagree would extract the wrong values
     assert re.compile(_pattern.regex).groups == len(_pattern.fields), _pattern.kind
@@ -423,10 +428,18 @@ def _of_pattern(index: Column, values: Sequence[object]) -> Column:
     return F.when(index >= 0, F.element_at(F.array(*[F.lit(v) for v in values]), index + 1))
 
 
+def _epoch_ms(due: Column) -> Column:
+    """A `_DUE` time as epoch milliseconds."""
+    iso = F.regexp_replace(F.regexp_replace(due, ",", "."), r" (Z|[+-]\d{2}:\d{2})$", "$1")
+    return F.when(due.rlike(r"^\d+$"), due.cast("long")).otherwise(F.unix_millis(iso.cast("timestamp")))
+
+
 def _field(text: Column, index: Column, name: str) -> Column:
     group = _of_pattern(index, [p.fields.index(name) + 1 if name in p.fields else None for p in PATTERNS])
     regex = _of_pattern(index, [p.regex for p in PATTERNS])
     extracted = F.nullif(F.call_function("regexp_extract", text, regex, group), F.lit(""))
+    if name == "scheduled_ms":
+        return _epoch_ms(extracted)
     return extracted.cast("long") if name in NUMERIC_FIELDS else extracted
 
 
@@ -441,7 +454,7 @@ def with_pattern(lines: DataFrame) -> DataFrame:
         "rlike", log_layouts.message(value), _of_pattern(candidate, [p.regex for p in PATTERNS])
     )
     # Only log lines count as unrecognised: a stack frame naming a FencedInstanceIdException is not one.
-    related = screened & value.rlike(RELATED) & value.rlike(log_layouts.LOG_LINE)
+    related = screened & value.rlike(RELATED) & ~value.contains(UNRELATED) & value.rlike(log_layouts.LOG_LINE)
     pattern = F.when(candidate.isNotNull() & matches, candidate).when(related, F.lit(-1))
     return lines.withColumn("pattern", pattern.cast("int"))
 

@@ -27,6 +27,7 @@ from smoothscale.assignor.handover import Publication
 from smoothscale.client import contract, from_configmap
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
+from .kafka_streams import KafkaStreamsCommand, by_runtime
 from .kubelet import DEFAULT_ZONES, Kubelet
 from .processruntime import worker_runtime
 from .records import read_records
@@ -58,7 +59,9 @@ class Sandbox:
     readers go (so that sandboxes of several tests can share a server; the operator serves all namespaces,
     as the chart deploys it), and `operator_kubeconfig` runs the operator with other credentials than the
     administrator's (a ServiceAccount's, as in a cluster). `keep_requests`
-    keeps every API request of the emulator for `api_requests()` (a benchmark counting them).
+    keeps every API request of the emulator for `api_requests()` (a benchmark counting them). With
+    `kafka_bootstrap`, the pods of a StreamsApp with `spec.runtime: KafkaStreams` run the Java sample app
+    (`kafka_streams.KafkaStreamsCommand`) against that broker; the others run the sample worker.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class Sandbox:
         namespace: str | None = None,
         operator_kubeconfig: Path | None = None,
         keep_requests: bool = False,
+        kafka_bootstrap: str | None = None,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
@@ -89,6 +93,7 @@ class Sandbox:
         self._api_server = api_server
         self._api_port = api_port
         self._keep_requests = keep_requests
+        self._kafka_bootstrap = kafka_bootstrap
         self._emulator_thread: EmulatorThread | None = None
         self._cleanup = contextlib.ExitStack()
         self.cluster: ApiServer | None = None
@@ -117,16 +122,20 @@ class Sandbox:
             self.api = cleanup.enter_context(
                 kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
             )
+            runtime = worker_runtime(
+                self.kubeconfig,
+                record_file=self.record_file,
+                worker_env=self._worker_env,
+                first_address=self._first_address,
+            )
+            if self._kafka_bootstrap is not None:
+                java = KafkaStreamsCommand(self.kubeconfig, self._kafka_bootstrap)
+                runtime.command = by_runtime(runtime.command, java)
             self.kubelet = cleanup.enter_context(
                 Kubelet(
                     self.kubeconfig,
                     self.root / "sandbox",
-                    worker_runtime(
-                        self.kubeconfig,
-                        record_file=self.record_file,
-                        worker_env=self._worker_env,
-                        first_address=self._first_address,
-                    ),
+                    runtime,
                     zones=self.zones,
                     record_file=self.record_file,
                     namespace=self.namespace,

@@ -1,7 +1,10 @@
 """Real Kafka Streams instances of the Java sample app (`bridge/sample-app`, built by `.ci/bridge.sh`) for
 tests and benchmarks: each one a JVM in its own process group, stopped with SIGTERM (then SIGKILL) by
 whoever started it; its metrics read over HTTP; publications written through the Kubernetes API exactly as
-the operator writes them; Kafka's own view of the group read with the admin API."""
+the operator writes them; Kafka's own view of the group read with the admin API.
+
+`KafkaStreamsCommand` runs the same JVM as the process of a kubelet stand-in's pod, for StreamsApps with
+`spec.runtime: KafkaStreams` (`by_runtime`), so that the operator drives real Kafka Streams pods."""
 
 from __future__ import annotations
 
@@ -17,17 +20,22 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
+from smoothscale.operator.resource import Runtime
+
+from .podruntime import Launch
+from .processruntime import Command, CommandBuilder, pod_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
 QUIET = {"log_level": 0}
+JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
 
 
 def sample_jar() -> Path:
@@ -127,7 +135,7 @@ class SampleApp:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as output:
             process = subprocess.Popen(
-                ["java", "-Xmx384m", "-XX:+UseSerialGC", "-jar", str(sample_jar())],
+                [*JAVA, str(sample_jar())],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
@@ -187,6 +195,40 @@ class SampleApp:
         return view
 
 
+@dataclass(frozen=True)
+class KafkaStreamsCommand:
+    """The Java sample app as a pod's process: the pod's environment (its `ORDERS_TOPIC` and `TOTALS_TOPIC`,
+    say, and any `STREAMS_<NAME>` setting), plus where the stand-in put it (IP, metrics port, state volume)
+    and how it reaches the API server and the broker."""
+
+    kubeconfig: Path
+    bootstrap: str
+
+    def __call__(self, launch: Launch) -> Command:
+        variables = {**os.environ, **pod_env(launch)}
+        variables.update(
+            {
+                "SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig),
+                "SMOOTHSCALE_STATE_DIR": str(launch.state_dir),
+                "SMOOTHSCALE_METRICS_HOST": launch.ip,
+                "SMOOTHSCALE_METRICS_PORT": str(launch.settings.metrics_port),
+                "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
+            }
+        )
+        return Command([*JAVA, str(sample_jar())], variables)
+
+
+def by_runtime(client_library: CommandBuilder, kafka_streams: CommandBuilder) -> CommandBuilder:
+    """A command builder that runs each pod as its StreamsApp's `spec.runtime` says."""
+
+    def command(launch: Launch) -> Command:
+        if launch.settings.runtime == Runtime.KAFKA_STREAMS:
+            return kafka_streams(launch)
+        return client_library(launch)
+
+    return command
+
+
 def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
     client = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
     futures = client.create_topics([NewTopic(name, count, 1) for name, count in partitions.items()])
@@ -219,3 +261,37 @@ def read_committed(bootstrap: str, topic: str, idle_seconds: float = 5, timeout:
     finally:
         consumer.close()
     return records
+
+
+CUSTOMERS = 10
+"""The customers the tests' orders go to (order i to customer i mod 10), so that totals add up."""
+
+
+def produce_orders(bootstrap: str, topic: str, first: int, count: int) -> None:
+    """Orders `first` .. `first + count - 1`, each keyed by its id, `customer-<i mod 10>:<i mod 7 + 1>`."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
+    for index in range(first, first + count):
+        value = f"customer-{index % CUSTOMERS}:{index % 7 + 1}"
+        producer.produce(topic, key=f"order-{index}".encode(), value=value.encode())
+    if producer.flush(30) != 0:
+        raise RuntimeError(f"orders {first}..{first + count - 1} were not all acknowledged")
+
+
+def expected_totals(count: int) -> dict[str, str]:
+    """Each customer's `"<orders>,<amount>"` once orders 0 .. count - 1 are each counted once."""
+    totals: dict[str, list[int]] = {}
+    for index in range(count):
+        entry = totals.setdefault(f"customer-{index % CUSTOMERS}", [0, 0])
+        entry[0] += 1
+        entry[1] += index % 7 + 1
+    return {customer: f"{orders},{amount}" for customer, (orders, amount) in totals.items()}
+
+
+def latest_totals(bootstrap: str, topic: str, count: int, timeout: float = 120) -> dict[str, str]:
+    """The newest total per customer in `topic`, read until they are `expected_totals(count)` or `timeout`
+    seconds passed."""
+    latest: dict[str, str] = {}
+    deadline = time.monotonic() + timeout
+    while latest != expected_totals(count) and time.monotonic() < deadline:
+        latest.update(dict(read_committed(bootstrap, topic, idle_seconds=3)))
+    return latest

@@ -25,6 +25,8 @@ class AppSettings:
     metrics_port: int = contract.DEFAULT_METRICS_PORT
     metrics_path: str = contract.DEFAULT_METRICS_PATH
     stateless_subtopologies: frozenset[str] = frozenset()
+    runtime: str = "ClientLibrary"
+    """`spec.runtime`: what the pod's process is (the sample worker, or a Kafka Streams app)."""
 
 
 def app_settings(streamsapp: Body | None) -> AppSettings:
@@ -38,6 +40,7 @@ def app_settings(streamsapp: Body | None) -> AppSettings:
         stateless_subtopologies=frozenset(
             str(sub["name"]) for sub in subtopologies if sub.get("stateful", True) is False and "name" in sub
         ),
+        runtime=str(spec.get("runtime") or "ClientLibrary"),
     )
 
 

@@ -107,9 +107,19 @@ class WakeResult:
 
 class Operator:
     def __init__(
-        self, strategy: Strategy, config: PlannerConfig, tasks: list[Task], epoch: datetime, app: str
+        self,
+        strategy: Strategy,
+        config: PlannerConfig,
+        tasks: list[Task],
+        epoch: datetime,
+        app: str,
+        *,
+        kafka_rebalances: bool = False,
     ) -> None:
+        """`kafka_rebalances`: the pods run Kafka Streams (`spec.runtime: KafkaStreams`), whose cooperative
+        rebalance hands tasks over: each plan is published in one generation, as the operator does."""
         self.strategy = strategy
+        self.kafka_rebalances = kafka_rebalances
         self.config = strategy.planner_config(config)
         self.tasks = tasks
         self.epoch = epoch
@@ -218,6 +228,7 @@ class Operator:
                 alive,
                 self.published.generation,
                 ready,
+                kafka_rebalances=self.kafka_rebalances,
                 max_warmups=self.config.max_warmup_replicas,
             )
             if publication is None:

@@ -14,17 +14,20 @@ from pathlib import Path
 
 import kubernetes
 import pytest
-from confluent_kafka import Producer
 
 from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import ClientAssignment
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
-from smoothscale.sandbox.kafka_streams import SampleApp, create_topics, read_committed
+from smoothscale.sandbox.kafka_streams import (
+    SampleApp,
+    create_topics,
+    expected_totals,
+    latest_totals,
+    produce_orders,
+)
 
 pytestmark = pytest.mark.slow
-
-CUSTOMERS = 10
 
 
 @pytest.fixture
@@ -53,23 +56,6 @@ def orders_app(kafka_broker: KafkaCluster, api_server: Path, tmp_path: Path) -> 
         app.stop_all()
 
 
-def produce_orders(app: SampleApp, first: int, count: int) -> None:
-    producer = Producer({"bootstrap.servers": app.bootstrap, "acks": "all", "log_level": 0})
-    for index in range(first, first + count):
-        value = f"customer-{index % CUSTOMERS}:{index % 7 + 1}"
-        producer.produce(app.env["ORDERS_TOPIC"], key=f"order-{index}".encode(), value=value.encode())
-    assert producer.flush(30) == 0
-
-
-def expected_totals(count: int) -> dict[str, str]:
-    totals: dict[str, list[int]] = {}
-    for index in range(count):
-        entry = totals.setdefault(f"customer-{index % CUSTOMERS}", [0, 0])
-        entry[0] += 1
-        entry[1] += index % 7 + 1
-    return {customer: f"{orders},{amount}" for customer, (orders, amount) in totals.items()}
-
-
 def test_instances_follow_each_publication_and_count_every_order_once(orders_app: SampleApp) -> None:
     api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
     first = Publication(
@@ -87,7 +73,7 @@ def test_instances_follow_each_publication_and_count_every_order_once(orders_app
         "orders-0": {"0_0", "0_1", "1_0", "1_1"},
         "orders-1": {"0_2", "0_3", "1_2", "1_3"},
     }
-    produce_orders(orders_app, 0, 400)
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 0, 400)
 
     moved = Publication(
         generation=2,
@@ -109,14 +95,9 @@ def test_instances_follow_each_publication_and_count_every_order_once(orders_app
     assert 'smoothscale_task_changelog_end_offset{task="1_0"}' in lags
     assert any(series.startswith("smoothscale_task_process_rate") for series in lags)
 
-    produce_orders(orders_app, 400, 400)
-    latest: dict[str, str] = {}
-    deadline = time.monotonic() + 90
-    while latest != expected_totals(800) and time.monotonic() < deadline:
-        latest.update(
-            dict(read_committed(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], idle_seconds=3))
-        )
-    assert latest == expected_totals(800)
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 400, 400)
+    totals = latest_totals(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], 800)
+    assert totals == expected_totals(800)
     for pod in ("orders-0", "orders-1"):
         assert orders_app.instances[pod].process.poll() is None, f"{pod} kept running: no restart was needed"
 
@@ -137,7 +118,7 @@ def test_a_crashed_instance_makes_the_leader_fall_back_without_losing_a_task(ord
     for pod in ("orders-0", "orders-1"):
         orders_app.start(pod, extra_env=quick_failure)
     orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=120)
-    produce_orders(orders_app, 0, 300)
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 0, 300)
 
     orders_app.instances["orders-1"].kill()  # SIGKILL: it leaves the group only when its session expires
 
@@ -153,11 +134,6 @@ def test_a_crashed_instance_makes_the_leader_fall_back_without_losing_a_task(ord
         or orders_app.instances["orders-0"].generation() == 1
     )
 
-    produce_orders(orders_app, 300, 300)
-    latest: dict[str, str] = {}
-    deadline = time.monotonic() + 90
-    while latest != expected_totals(600) and time.monotonic() < deadline:
-        latest.update(
-            dict(read_committed(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], idle_seconds=3))
-        )
-    assert latest == expected_totals(600), "every order counted once across the crash (exactly-once)"
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 300, 300)
+    totals = latest_totals(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], 600)
+    assert totals == expected_totals(600), "every order counted once across the crash (exactly-once)"

@@ -69,7 +69,7 @@ def test_leader_changes_name_both_leaders(found: list, incidents: Incidents) -> 
 
 def test_membership_churn_names_the_member_that_went_and_came_back(found: list, incidents: Incidents) -> None:
     gone, came = only(found, "membership-churn")
-    member = syn.member_id(APP, 1, 2)
+    member = syn.thread(APP, 1, 2)  # the member id's client id: the same consumer whatever lists it
     assert (gone["ts"], gone["members"]) == (naive(at(14, 30.654)), [member])
     assert (came["ts"], came["members"]) == (naive(at(15, 30)), [member])
     assert "gone: " + member in gone["detail"] and "came: " + member in came["detail"]

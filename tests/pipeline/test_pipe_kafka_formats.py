@@ -4,7 +4,7 @@ other diagnosis; the rebalance table's generations; one line in every layout rea
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ LOG_DATE = "2026-03-04"  # the logback excerpt stamps its lines with a time of d
 SHIPPING = "shipping-5e6f7a8b-3333-4c4d-8e9f-0a1b2c3d4e5f"
 ORDERS = "orders-app-0b1c2d3e-1111-4a2b-8c3d-4e5f6a7b8c9d"
 REFUNDS = "refunds-app-7d8e9f0a-2222-4b3c-9d4e-5f6a7b8c9d0e"
+PAY_JOINER = "pay-9e8d7c6b-5a49-4837-a261-504f3e2d1c0b-StreamThread-1-consumer"
 
 # file -> (kind, time, members) of every diagnosis whose evidence is in the file
 EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
@@ -50,6 +51,9 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
     },
     "streams-3.5-ecs-json.log": {
         ("thread-replacement", datetime(2026, 6, 1, 10, 0, 5, 20000), (REFUNDS,)),
+    },
+    "streams-4.3-probing-log4j.log": {
+        ("membership-churn", datetime(2026, 10, 1, 9, 1), (PAY_JOINER,)),
     },
 }
 
@@ -115,11 +119,38 @@ def test_the_rebalance_table_from_each_source(result: AnalyzeResult) -> None:
 
 
 def test_the_assignor_listing_inside_a_json_record(result: AnalyzeResult) -> None:
-    (rebalance,) = [r.asDict() for r in result.tables["rebalances"].where("source = 'assignor'").collect()]
+    (rebalance,) = [
+        r.asDict()
+        for r in result.tables["rebalances"].where("source = 'assignor' AND group = 'orders-app'").collect()
+    ]
     assert (rebalance["nodes"], rebalance["consumers"]) == (2, 3)
     assert rebalance["leader"] == f"{ORDERS}-StreamThread-1-consumer"
-    probing = result.tables["log_incidents"].where("kind = 'probing-scheduled'").first()
-    assert probing is not None and probing["scheduled_ms"] == 1780308600130  # before 3.4: epoch ms
+    probing = result.tables["log_incidents"].where("kind = 'probing-scheduled' AND group = 'orders-app'")
+    assert [p["scheduled_ms"] for p in probing.collect()] == [1780308600130]  # before 3.4: epoch ms
+
+
+def test_probing_times_written_as_dates(result: AnalyzeResult) -> None:
+    """Kafka Streams 4.x writes when a probing rebalance is due as a date with its zone."""
+    due = int(datetime(2026, 10, 1, 9, 2, 0, 20000, tzinfo=UTC).timestamp() * 1000)
+    lines = result.tables["log_incidents"].where("group = 'pay' AND scheduled_ms IS NOT NULL").collect()
+    assert sorted((r["kind"], r["scheduled_ms"]) for r in lines) == [
+        ("followup-triggered", due),
+        ("probing-scheduled", due),
+        ("probing-scheduled", due),
+    ]
+
+
+def test_a_probing_time_in_another_zone(spark: Any) -> None:
+    thread = "pay-0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5-StreamThread-1"
+    (row,) = parse_lines(
+        spark,
+        [
+            f"[2026-10-01 11:01:00,022] INFO stream-thread [{thread}] Requested to schedule next probing"
+            " rebalance at 2026-10-01 11:02:00,020 +02:00 to try for a more balanced assignment."
+        ],
+    ).values()
+    due = datetime(2026, 10, 1, 9, 2, 0, 20000, tzinfo=UTC)
+    assert (row["kind"], row["scheduled_ms"]) == ("probing-scheduled", int(due.timestamp() * 1000))
 
 
 MESSAGE = (
@@ -147,12 +178,17 @@ LAYOUTS = [
 ]  # fmt: skip
 
 
-def test_one_message_in_every_layout(spark: Any) -> None:
-    rows = [("layouts.log", n, line) for n, (_, line, _) in enumerate(LAYOUTS, start=1)]
+def parse_lines(spark: Any, lines: list[str]) -> dict[int, dict[str, Any]]:
+    """The recognised ones of `lines` (numbered from 1), by line number."""
+    rows = [("lines.log", n, line) for n, line in enumerate(lines, start=1)]
     frame = log_lines.with_shape(
         log_lines.with_pattern(spark.createDataFrame(rows, "file string, line long, value string"))
     )
-    found = {r["line"]: r.asDict() for r in log_lines.incidents(frame, "2026-11-21").collect()}
+    return {r["line"]: r.asDict() for r in log_lines.incidents(frame, "2026-11-21").collect()}
+
+
+def test_one_message_in_every_layout(spark: Any) -> None:
+    found = parse_lines(spark, [line for _, line, _ in LAYOUTS])
     for n, (layout, _, time) in enumerate(LAYOUTS, start=1):
         row = found.get(n)
         assert row is not None and row["kind"] == "join-request", layout

@@ -10,6 +10,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -33,7 +34,8 @@ import org.slf4j.LoggerFactory;
  * <p>Settings come from the pod's environment: {@code KAFKA_BOOTSTRAP_SERVERS}, {@code SMOOTHSCALE_APP} (the
  * application id), {@code SMOOTHSCALE_STATE_DIR}, {@code ORDERS_TOPIC} / {@code TOTALS_TOPIC}, any Streams
  * property as {@code STREAMS_<NAME>} ({@code STREAMS_NUM_STREAM_THREADS=2} is {@code num.stream.threads=2}),
- * and {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline).
+ * and {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline). Tests
+ * may make it misbehave ({@link Faults}: a slow record, an exception, the uncaught exception handler's response).
  */
 public final class OrdersApp {
     private static final Logger LOG = LoggerFactory.getLogger(OrdersApp.class);
@@ -44,11 +46,15 @@ public final class OrdersApp {
     private OrdersApp() {}
 
     public static Topology topology(String ordersTopic, String totalsTopic) {
+        return topology(ordersTopic, totalsTopic, Faults.NONE);
+    }
+
+    static Topology topology(String ordersTopic, String totalsTopic, Faults faults) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.addStateStore(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long()));
         builder.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()))
-            .processValues(OrderVersions::new, ORDER_STORE)
+            .processValues(() -> new OrderVersions(faults), ORDER_STORE)
             .selectKey((order, value) -> value.substring(0, value.indexOf(':')))
             .repartition(Repartitioned.with(Serdes.String(), Serdes.String()).withName(REPARTITION))
             .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
@@ -69,8 +75,13 @@ public final class OrdersApp {
 
     /** Counts the versions of each order seen (state in subtopology 0), tagging the value with it. */
     private static final class OrderVersions implements FixedKeyProcessor<String, String, String> {
+        private final Faults faults;
         private FixedKeyProcessorContext<String, String> context;
         private KeyValueStore<String, Long> versions;
+
+        OrderVersions(Faults faults) {
+            this.faults = faults;
+        }
 
         @Override
         public void init(FixedKeyProcessorContext<String, String> context) {
@@ -80,6 +91,7 @@ public final class OrdersApp {
 
         @Override
         public void process(FixedKeyRecord<String, String> record) {
+            faults.beforeProcessing(record.key());
             Long seen = versions.get(record.key());
             long version = seen == null ? 1 : seen + 1;
             versions.put(record.key(), version);
@@ -115,7 +127,9 @@ public final class OrdersApp {
 
     public static void main(String[] args) throws InterruptedException {
         Map<String, String> env = System.getenv();
-        Topology topology = topology(env.getOrDefault("ORDERS_TOPIC", "orders"), env.getOrDefault("TOTALS_TOPIC", "customer-totals"));
+        Topology topology = topology(env.getOrDefault("ORDERS_TOPIC", "orders"), env.getOrDefault("TOTALS_TOPIC", "customer-totals"),
+            Faults.fromEnvironment(env));
+        StreamThreadExceptionResponse response = Faults.exceptionResponse(env);
         Properties props = properties(env);
         boolean bridged = !"off".equals(env.get("SMOOTHSCALE_BRIDGE"));
         SmoothscaleBridge bridge = bridged ? SmoothscaleBridge.fromEnvironment() : null;
@@ -124,8 +138,8 @@ public final class OrdersApp {
             : new KafkaStreams(topology, props);
         CountDownLatch stopped = new CountDownLatch(1);
         streams.setUncaughtExceptionHandler(error -> {
-            LOG.error("Stream thread failed; shutting the client down", error);
-            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            LOG.error("Stream thread failed; responding {}", response, error);
+            return response;
         });
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.NOT_RUNNING || now == KafkaStreams.State.ERROR) {

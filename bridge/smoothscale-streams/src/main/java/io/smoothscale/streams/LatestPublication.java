@@ -27,7 +27,7 @@ public final class LatestPublication {
     }
 
     /** A publication was read; listeners hear of it unless it is the one read last (an informer resync). */
-    public void accept(Publication publication) {
+    public synchronized void accept(Publication publication) {
         Optional<Publication> before = reading.publication();
         if (before.isPresent() && before.get().equals(publication)) {
             return;  // keeps readAtNanos: the apply delay counts from the first reading
@@ -36,8 +36,15 @@ public final class LatestPublication {
         listeners.forEach(listener -> listener.accept(publication));
     }
 
+    /** {@code publication}, unless something was read already (a watch event may come before the list ends). */
+    public synchronized void acceptIfNone(Publication publication) {
+        if (reading.publication().isEmpty() && reading.error().isEmpty()) {
+            accept(publication);
+        }
+    }
+
     /** The ConfigMap is gone or holds no valid publication. */
-    public void reject(String error) {
+    public synchronized void reject(String error) {
         reading = new Reading(Optional.empty(), Optional.of(error), System.nanoTime());
     }
 

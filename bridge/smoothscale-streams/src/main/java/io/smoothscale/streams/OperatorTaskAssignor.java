@@ -50,6 +50,10 @@ public class OperatorTaskAssignor implements TaskAssignor {
                 : fallBack(state, FallbackReason.NO_PUBLICATION, "no publication read yet from "
                     + bridge.configMapName(), bridge.assignorMetrics());
         }
+        if (publication.get().isNothing()) {
+            return fallBack(state, FallbackReason.NO_PUBLICATION, "nothing published yet in "
+                + bridge.configMapName(), bridge.assignorMetrics());
+        }
         PlanResult plan = PublishedPlan.resolve(publication.get(), state);
         if (!plan.isFollowed()) {
             return fallBack(state, plan.reason(), plan.detail(), bridge.assignorMetrics());

@@ -12,6 +12,8 @@ import java.util.TreeMap;
  * <p>Task ids are Kafka Streams' own ({@code "<subtopology>_<partition>"}), pod names are the pods' names.
  */
 public record Publication(long generation, Map<String, PodTasks> assignment, Map<String, Revocation> revoking) {
+    /** Generation 0: the ConfigMap does not exist yet (the operator has published nothing for the app). */
+    public static final Publication NOTHING = new Publication(0, Map.of(), Map.of());
 
     public Publication {
         if (generation < 0) {
@@ -19,6 +21,11 @@ public record Publication(long generation, Map<String, PodTasks> assignment, Map
         }
         assignment = Map.copyOf(new TreeMap<>(Objects.requireNonNullElse(assignment, Map.of())));
         revoking = Map.copyOf(Objects.requireNonNullElse(revoking, Map.of()));
+    }
+
+    /** Whether this is {@link #NOTHING}: no plan to follow, Kafka's own assignment runs meanwhile. */
+    public boolean isNothing() {
+        return generation == 0 && assignment.isEmpty();
     }
 
     /** The tasks of {@code pod}: nothing when the publication does not name it. */

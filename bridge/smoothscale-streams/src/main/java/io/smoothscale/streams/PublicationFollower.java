@@ -17,7 +17,9 @@ import org.apache.kafka.streams.TaskMetadata;
  * gives its pod, it asks for a rebalance (at once for a new generation, then again every
  * {@code retryMillis} while it still differs, at most {@code maxRequests} times a generation, for when the
  * leader had not read the generation yet); when it runs it, it records that generation as the one it runs
- * and how long after reading the publication that happened.
+ * and how long after reading the publication that happened. While nothing is published (generation 0, no
+ * ConfigMap yet) it runs whatever Kafka's own assignment gives it, and reports generation 0: the operator
+ * plans for pods that follow their assignment.
  */
 public final class PublicationFollower implements AutoCloseable {
     private static final long CHECK_MILLIS = 100;
@@ -75,7 +77,7 @@ public final class PublicationFollower implements AutoCloseable {
             return;
         }
         Publication publication = reading.publication().get();
-        if (now.get().follow(publication, pod, statefulSubtopologies)) {
+        if (publication.isNothing() || now.get().follow(publication, pod, statefulSubtopologies)) {
             if (runningGeneration.getAndSet(publication.generation()) != publication.generation()) {
                 lastApplySeconds = (System.nanoTime() - reading.readAtNanos()) / 1e9;
             }

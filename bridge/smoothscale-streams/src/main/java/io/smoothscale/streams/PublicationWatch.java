@@ -52,6 +52,10 @@ public final class PublicationWatch implements AutoCloseable {
             if (error != null) {
                 LOG.warn("Cannot watch ConfigMap {}/{} yet (the informer keeps retrying): {}", namespace, name,
                     error.toString());
+            } else if (informer.getStore().list().isEmpty()) {
+                // Read, and nothing is published yet: the pod follows "nothing" (generation 0), as the
+                // Python client does, so that the operator, which plans for pods that follow, plans for it.
+                latest.acceptIfNone(Publication.NOTHING);
             }
         });
     }

@@ -12,7 +12,9 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.streams.KafkaClientSupplier;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -47,6 +49,20 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SmoothscaleBridge.class);
     private static final long RETRY_MILLIS = 2_000;
     private static final int MAX_REQUESTS = 5;
+    /**
+     * The main consumers' heartbeat interval unless the app chose one: the members that a rebalance does not
+     * concern learn that it started only from their next heartbeat, and the rebalance waits for all of them.
+     * Kafka's default of 3 s made each follow-up rebalance of a hand-over (and a new owner's switch to
+     * RUNNING, whose committed-offset fetch queues behind the pending JoinGroup) wait up to 3 s.
+     */
+    static final int HEARTBEAT_INTERVAL_MS = 200;
+    /**
+     * The restore consumer's {@code fetch.max.wait.ms} unless the app chose one: a moved task whose warmup has
+     * caught up is RUNNING only once its changelog position is confirmed, by a fetch that queues behind the
+     * one in flight for the pod's other (caught-up) standbys, which the broker holds for this long when they
+     * have nothing new (Kafka's default: 500 ms). Costs up to ten empty fetches a second per idle pod.
+     */
+    static final int RESTORE_FETCH_MAX_WAIT_MS = 100;
 
     private final String pod;
     private final String namespace;
@@ -60,6 +76,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final AssignorMetrics assignorMetrics = new AssignorMetrics(registry);
     private KubernetesClient kubernetes;
     private PublicationWatch watch;
+    private boolean closed;
     private PublicationFollower follower;
     private HTTPServer server;
 
@@ -118,7 +135,10 @@ public final class SmoothscaleBridge implements AutoCloseable {
      * The app's Streams properties, plus what the bridge needs: {@code client.id} = the pod's name (how the
      * leader tells pods apart), {@code task.assignor.class} = {@link OperatorTaskAssignor} with this bridge
      * under {@link #CONFIG_KEY}, and {@code metrics.recording.level=DEBUG} unless the app set a level (per-task
-     * process rates). Returns a copy; a {@code client.id} the app set to something else is an error.
+     * process rates), and, unless the app set them, the main consumer's {@code heartbeat.interval.ms} and the
+     * restore consumer's {@code fetch.max.wait.ms} (see {@link #HEARTBEAT_INTERVAL_MS} and
+     * {@link #RESTORE_FETCH_MAX_WAIT_MS}: both bound how long a moved task pauses). Returns a copy; a
+     * {@code client.id} the app set to something else is an error.
      */
     public Properties configure(Properties app) {
         Properties props = new Properties();
@@ -132,7 +152,20 @@ public final class SmoothscaleBridge implements AutoCloseable {
         props.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, OperatorTaskAssignor.class.getName());
         props.put(CONFIG_KEY, this);
         props.putIfAbsent(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, "DEBUG");
+        defaultUnlessSet(props, StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG),
+            HEARTBEAT_INTERVAL_MS);
+        defaultUnlessSet(props, StreamsConfig.restoreConsumerPrefix(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG),
+            RESTORE_FETCH_MAX_WAIT_MS);
         return props;
+    }
+
+    /** Set a consumer config for one kind of consumer ({@code prefixed}, e.g. {@code main.consumer.<config>}),
+     * unless the app set it for every client, every consumer or that kind. */
+    private static void defaultUnlessSet(Properties props, String prefixed, int value) {
+        String config = prefixed.substring(prefixed.indexOf("consumer.") + "consumer.".length());
+        if (Stream.of(config, StreamsConfig.consumerPrefix(config), prefixed).noneMatch(props::containsKey)) {
+            props.put(prefixed, value);
+        }
     }
 
     /** Kafka's usual clients, with main consumers that can start a rebalance for a new publication. */
@@ -142,6 +175,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     /** Watch the assignment ConfigMap, follow it, and serve the metrics; call before {@code streams.start()}. */
     public synchronized void start(KafkaStreams streams, Topology topology) {
+        daemon("smoothscale-rocksdb-warmup", RocksDbWarmup::run);
         TaskStates taskStates = new TaskStates(topology.describe());
         follower = new PublicationFollower(pod, publications, trigger, () -> PublicationFollower.of(streams),
             taskStates.statefulSubtopologies(), RETRY_MILLIS, MAX_REQUESTS);
@@ -166,11 +200,39 @@ public final class SmoothscaleBridge implements AutoCloseable {
         } catch (IOException error) {
             throw new UncheckedIOException("cannot serve metrics on " + metricsHost + ":" + metricsPort, error);
         }
-        kubernetes = new KubernetesClientBuilder().withConfig(kubernetesConfig()).build();
-        watch = new PublicationWatch(kubernetes, namespace, configMapName, publications);
+        // Reading the kubeconfig and building the Kubernetes client took 5-6 s of class loading in a new JVM
+        // on a busy machine: the Kafka Streams client joins its group meanwhile (a leader without a
+        // publication falls back to Kafka's assignment; the pod reports a generation once it follows one).
+        daemon("smoothscale-watch-start", this::watchAssignment);
         follower.start();
         LOG.info("smoothscale bridge for pod {} follows ConfigMap {}/{}; metrics on {}:{}", pod, namespace,
             configMapName, metricsHost, server.getPort());
+    }
+
+    private static void daemon(String name, Runnable task) {
+        Thread thread = new Thread(task, name);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void watchAssignment() {
+        try {
+            KubernetesClient client = new KubernetesClientBuilder().withConfig(kubernetesConfig()).build();
+            PublicationWatch started = new PublicationWatch(client, namespace, configMapName, publications);
+            synchronized (this) {
+                if (closed) {
+                    started.close();
+                    client.close();
+                    return;
+                }
+                kubernetes = client;
+                watch = started;
+            }
+        } catch (RuntimeException error) {
+            LOG.error("Cannot watch ConfigMap {}: every rebalance falls back to Kafka's own assignment",
+                configMapName(), error);
+            publications.reject("cannot watch " + configMapName() + ": " + error);
+        }
     }
 
     /**
@@ -225,6 +287,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     @Override
     public synchronized void close() {
+        closed = true;
         if (follower != null) {
             follower.close();
         }

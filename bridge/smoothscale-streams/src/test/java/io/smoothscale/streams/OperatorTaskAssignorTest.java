@@ -153,6 +153,12 @@ class OperatorTaskAssignorTest {
     }
 
     @Test
+    void nothingPublishedYetFallsBack() {
+        bridge.publications().acceptIfNone(Publication.NOTHING);
+        assertFallsBack(twoMembers(), FallbackReason.NO_PUBLICATION);
+    }
+
+    @Test
     void aCorruptConfigMapFallsBack() {
         bridge.publications().accept(new Publication(1, fullPlan(), Map.of()));
         bridge.publications().reject("assignment is not gzip data");

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
 import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.streams.StreamsConfig;
 import org.junit.jupiter.api.Test;
 
@@ -46,9 +47,27 @@ class SmoothscaleBridgeTest {
         assertEquals(OperatorTaskAssignor.class.getName(), props.get(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG));
         assertSame(bridge, props.get(SmoothscaleBridge.CONFIG_KEY));
         assertEquals("DEBUG", props.get(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG));
+        assertEquals("200", String.valueOf(new StreamsConfig(props).getMainConsumerConfigs("orders", "c", 0)
+            .get(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG)), "rebalances reach every member within 0.2 s");
+        assertEquals("100", String.valueOf(new StreamsConfig(props).getRestoreConsumerConfigs("c")
+            .get(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG)));
         assertEquals(2, app.size(), "the app's own properties are left as they were");
         // Kafka Streams accepts the result and hands the bridge to the assignor it builds.
         assertSame(bridge, new StreamsConfig(props).originals().get(SmoothscaleBridge.CONFIG_KEY));
+    }
+
+    @Test
+    void anAppsOwnHeartbeatIntervalIsKept() {
+        SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment(POD_ENV);
+        Properties app = new Properties();
+        app.put(StreamsConfig.APPLICATION_ID_CONFIG, "orders");
+        app.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9092");
+        app.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
+
+        Properties props = bridge.configure(app);
+
+        assertEquals("1000", String.valueOf(new StreamsConfig(props).getMainConsumerConfigs("orders", "c", 0)
+            .get(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG)));
     }
 
     @Test
