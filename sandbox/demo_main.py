@@ -13,6 +13,7 @@ from smoothscale.client import contract
 from smoothscale.operator.crd import crd_yaml
 
 from .addresses import port_free
+from .background import running
 from .control_plane import Binaries, ControlPlane, RunningControlPlane
 from .demo import APP, ProgressView, Walkthrough, worker_env
 from .demo_kafka import OrderFeed, demo_kafka, kafka_checks, kafka_streams_app, kafka_summary
@@ -62,7 +63,8 @@ def run_demo(
             walkthrough = Walkthrough(
                 sandbox, view=ProgressView(out), app=app, records=False, step_timeout=300
             )
-            with OrderFeed(bootstrap) as feed:
+            feed = OrderFeed(bootstrap)
+            with running(feed.run, "order-feed"):
                 results = walkthrough.run()
             out.write(f"checking the totals of {feed.count} orders and Kafka's view of the group...\n")
             out.flush()
