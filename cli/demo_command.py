@@ -34,8 +34,9 @@ import click
 @click.option(
     "--kafka",
     is_flag=True,
-    help="Also start 3 real Kafka brokers (one per zone; Java and Maven fetch them once) holding the app's "
-    "input topics: the operator reads their racks (spec.kafka).",
+    help="Run the pods as real Kafka Streams instances (the Java sample app, spec.runtime KafkaStreams) "
+    "against 3 real Kafka brokers, one per zone, whose racks the operator reads (spec.kafka); checks that "
+    "every order is counted once. Needs Java; Maven builds the app once.",
 )
 @click.option(
     "--api-port",

@@ -12,7 +12,8 @@ published generation at that moment); the other fields depend on the kind:
 - `handover`: `task`, `from`, `to`, `step` (`revoked` or `completed`);
 - `handover-poll`: `pods` (old owners whose acknowledgment a poll between rounds saw), `polls` (pods polled
   since the last publication); the publication it allowed follows;
-- `scrape`: `pods`, `failures` ({pod: reason}), `lagTotal`, `warmupLags` ([{task, pod, lag}]);
+- `scrape`: `pods`, `failures` ({pod: reason}), `lagTotal`, `warmupLags` ([{task, pod, lag}]), written as the
+  round scrapes, so that `generation` is the one the lags were scraped under (the warmups it lists);
 - `scaling`: `step` (`create`, `leaving`, `kept`, `retire`, `restart`, `remove-stopped`, `stamp-leaving`,
   `lost`), `pod`, `reason`;
 - `spec`: `valid`, `problems`.

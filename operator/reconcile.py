@@ -238,7 +238,8 @@ class AppReconciler:
 
     def _note_scrape(self, state: _Round) -> None:
         """Failures that matter (a ready pod, or one holding tasks; a pod still starting up is excused), the
-        Events when a pod starts or stops failing, the changelog lengths seen and the processing rates."""
+        Events when a pod starts or stops failing, the journal's scrape record, the changelog lengths seen and
+        the processing rates."""
         holding = holders(self.publication)
         ready = {p.name for p in state.pods if p.ready}
         state.failures = {
@@ -248,6 +249,11 @@ class AppReconciler:
         }
         self.report.post(ev.scrape_events(self.failing, state.failures, state.results))
         self.failing = set(state.failures)
+        # Journaled now, under the generation the lags were scraped for: once this round has published the
+        # next one, the warmups that just caught up (and moved) would be missing from the record.
+        self.report.scrape(
+            self.publication, state.results, state.failures, active_lag(self.publication, state.results)[0]
+        )
         reports = [r.end_offsets for r in state.results.values() if isinstance(r, PodMetrics)]
         self.end_offsets = merge_end_offsets(self.end_offsets, reports)
         self.process_rates.observe(owner_rates(state.results, self.publication), state.now)
@@ -413,7 +419,6 @@ class AppReconciler:
         published = self.publication
         lag_total, lag_max = active_lag(published, state.results)
         self.report.gauges(published, state.pods)
-        self.report.scrape(published, state.results, state.failures, lag_total)
         timeout = planner_config(spec).scale_down_timeout_seconds if spec is not None else None
         status = build_status(
             StatusInput(

@@ -1,34 +1,109 @@
-"""`smoothscale demo --kafka`: three real Kafka brokers, one per zone, holding the demo app's input topics.
+"""`smoothscale demo --kafka`: three real Kafka brokers, one per zone, and real Kafka Streams pods.
 
-The workers stay simulated; what changes is the operator, which reads the input partitions' racks from the
-brokers' `broker.rack` (partition p of each input topic lives on the broker of zone p mod 3) instead of
-having none, and reports what it read in `status.kafka`.
+The app is the Java sample app (`bridge/sample-app`, `spec.runtime: KafkaStreams`), run by the kubelet
+stand-in as each pod's process, through the demo's steps. Three brokers rather than one: partition p of each
+input topic lives on the broker of zone p mod 3 (`broker.rack`), so the operator reads real racks, places
+every active task in its partitions' zone, and reports what it read in `status.kafka`. Orders flow in all
+along (`OrderFeed`); at the end every order must be counted exactly once in the totals, and Kafka's own view
+of the group must be the operator's plan (`kafka_checks`).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from .demo import PARTITIONS, demo_app
+from confluent_kafka import KafkaException
+
+from smoothscale.assignor.handover import Publication
+
+from .demo import APP, NAMESPACE, PARTITIONS, demo_app
 from .kafka.broker import KafkaCluster
 from .kafka.topics import create_topic
+from .kafka_streams import SampleApp, expected_totals, latest_totals, produce_orders
+
+ORDERS = "orders"
+TOTALS = "totals"
+REPARTITION = f"{APP}-by-customer-repartition"
+"""The sample app's repartition topic (its application id is the app's name): subtopology 1's input."""
 
 
 @contextmanager
 def demo_kafka(output_dir: Path, out: TextIO) -> Iterator[dict[str, Any]]:
-    """Start the brokers and the input topics; yields the app's `spec.kafka`; stops the brokers after."""
+    """Start the brokers and the topics; yields the app's `spec.kafka`; stops the brokers after. The
+    repartition topic is created here too, zone by zone like the others, so that the operator reads its
+    racks from the start (Kafka Streams accepts an internal topic that exists with its partition count)."""
     out.write("starting 3 Kafka brokers (zone-a, zone-b, zone-c)...\n")
     out.flush()
     with KafkaCluster(output_dir / "kafka", output_dir / "kafka-logs", brokers=3) as cluster:
         bootstrap = cluster.bootstrap_servers
         subtopologies = demo_app()["spec"]["topology"]["subtopologies"]
-        for topic in sorted({topic for sub in subtopologies for topic in sub["inputTopics"]}):
+        inputs = {topic for sub in subtopologies for topic in sub["inputTopics"]}
+        for topic in sorted(inputs | {REPARTITION, TOTALS}):
             create_topic(bootstrap, topic, PARTITIONS, replicas=[[p % 3 + 1] for p in range(PARTITIONS)])
         out.write(f"Kafka {bootstrap}, broker logs in {cluster.log_dir}\n")
         yield {"bootstrapServers": bootstrap, "refreshInterval": "5s", "timeout": "3s"}
+
+
+def kafka_streams_app(spec_kafka: Mapping[str, Any]) -> dict[str, Any]:
+    """The demo app run by real Kafka Streams pods: the same two subtopologies, subtopology 1 reading the
+    sample app's repartition topic; a killed instance leaves the group after 10 s, not Kafka's 45 s. The
+    acceptable recovery lag is 100, not 2,000: the orders fill each changelog by tens of records a second,
+    so that against 2,000 every new pod would count as caught up and no warmup would show."""
+    app = demo_app(kafka=spec_kafka)
+    spec = app["spec"]
+    spec["runtime"] = "KafkaStreams"
+    spec["assignment"]["acceptableRecoveryLag"] = 100
+    spec["topology"]["subtopologies"][1]["inputTopics"] = [REPARTITION]
+    env = {"ORDERS_TOPIC": ORDERS, "TOTALS_TOPIC": TOTALS, "STREAMS_SESSION_TIMEOUT_MS": "10000"}
+    container = spec["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    return app
+
+
+class OrderFeed:
+    """Orders into the input topic, `rate` a second, in batches, for as long as `run` runs (in
+    `background.running`); `count` is how many the brokers acknowledged."""
+
+    def __init__(self, bootstrap: str, rate: int = 20) -> None:
+        self._bootstrap = bootstrap
+        self._rate = rate
+        self.count = 0
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(1.0):
+            produce_orders(self._bootstrap, ORDERS, self.count, self._rate)
+            self.count += self._rate
+
+
+def kafka_checks(
+    bootstrap: str, work_dir: Path, publication: Publication | None, orders: int, timeout: float = 60
+) -> list[str]:
+    """What a user of a Kafka Streams app would check after the walk: every one of `orders` counted once
+    in the totals, and Kafka's own view of the group (its members' partitions) equal to the published
+    actives (read again for `timeout` seconds while the group settles)."""
+    problems: list[str] = []
+    totals = latest_totals(bootstrap, TOTALS, orders, timeout=timeout)
+    if totals != expected_totals(orders):
+        problems.append(f"the totals of {orders} orders are {totals}, not {expected_totals(orders)}")
+    planned = {} if publication is None else publication.assignment
+    plan = {pod: set(roles.active) for pod, roles in planned.items() if roles.active}
+    reader = SampleApp(APP, NAMESPACE, bootstrap, None, work_dir)
+    view: dict[str, set[str]] = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            view = {pod: tasks for pod, tasks in reader.kafka_view().items() if tasks}
+        except KafkaException:  # the group's coordinator is still loading, or moving
+            view = {}
+        if view == plan:
+            return problems
+        time.sleep(1)
+    return [*problems, f"Kafka's view of the group {view} is not the operator's plan {plan}"]
 
 
 def kafka_summary(status: Mapping[str, Any]) -> str:

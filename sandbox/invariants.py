@@ -5,7 +5,8 @@ The demo exits non-zero and the end-to-end tests fail on any of these (issue 5):
 - no task processed by two processes at once (`records.overlaps`);
 - every task processed again within a bound during and after each step (`records.longest_gaps`);
 - state restored, not rebuilt, where a pod's volume survived its restart;
-- the final assignment balanced across pods and across zones.
+- the final assignment balanced across pods and across zones;
+- a task moves only onto a pod that held a copy of it, a warmup only once it caught up (`cold_moves`).
 
 Each check returns human-readable violations; an empty list means it holds.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from smoothscale.assignor.handover import Publication
@@ -114,3 +117,46 @@ def every_task_once(publication: Publication | None, tasks: Sequence[str]) -> li
         return ["nothing is published"]
     owners = Counter(task for roles in publication.assignment.values() for task in roles.active)
     return [f"task {task} is active on {owners[task]} pods" for task in tasks if owners[task] != 1]
+
+
+@dataclass(frozen=True)
+class WarmupLag:
+    """A warmup's lag as the operator scraped it while `generation` was published (its journal's `scrape`
+    records); None when the pod reported none for the task."""
+
+    generation: int
+    task: str
+    pod: str
+    lag: int | None
+
+
+def cold_moves(
+    publications: Mapping[int, Publication], lags: Sequence[WarmupLag], acceptable_lag: int
+) -> tuple[list[str], int]:
+    """Every task that became active on a new pod from one published generation to the next: the new pod
+    held it as a standby or a warmup in the generation before, and a warmup had caught up (its last scraped
+    lag before the move within `acceptable_lag`), so that no task moves onto a copy still restoring. The
+    violations, and how many moves onto a warmup were checked (a run without any proves nothing)."""
+    problems: list[str] = []
+    warmed = 0
+    generations = sorted(publications)
+    for previous, generation in pairwise(generations):
+        before, after = publications[previous], publications[generation]
+        owners = before.active_owner()
+        for task, pod in sorted(after.active_owner().items()):
+            source = owners.get(task)
+            if source is None or source == pod:
+                continue
+            roles = before.assignment.get(pod)
+            move = f"task {task} moved from {source} to {pod} in generation {generation}"
+            if roles is None or task not in {*roles.standby, *roles.warmup}:
+                problems.append(f"{move}, which held no copy of it in generation {previous}")
+            elif task in roles.warmup:
+                warmed += 1
+                seen = [w.lag for w in lags if (w.task, w.pod) == (task, pod) and w.generation < generation]
+                last = seen[-1] if seen else None
+                if last is None or last > acceptable_lag:
+                    problems.append(
+                        f"{move} before its warmup caught up (last lag {last} > {acceptable_lag})"
+                    )
+    return problems, warmed

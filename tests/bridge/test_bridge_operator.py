@@ -3,24 +3,32 @@ whose kubelet stand-in runs the Java sample app as each pod's process, against a
 
 What a user would check, after a scale-out 3 -> 6, a scale-in 6 -> 3, a crashed instance restarted with its
 volume, one restarted without it, and a swap of every pod: the pods are the ones asked for, the operator's
-published plan is what Kafka's own view of the consumer group shows, the actives are balanced over the pods,
-and every order is counted exactly once in the output.
+published plan is what Kafka's own view of the consumer group shows, the actives are balanced over the pods
+and the zones, every order is counted exactly once in the output, and no task ever moved onto a pod that
+did not hold a copy of it, nor onto a warmup still restoring its changelogs (every published generation, as
+a watch on the ConfigMap saw it, against the warmups' lags in the operator's journal).
 """
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import kubernetes
 import pytest
 from confluent_kafka import KafkaException
 
-from smoothscale.client import contract
+from smoothscale.assignor.handover import Publication
+from smoothscale.client import contract, from_configmap
 from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
 from smoothscale.sandbox.addresses import random_block
+from smoothscale.sandbox.background import running
 from smoothscale.sandbox.harness import Sandbox
+from smoothscale.sandbox.invariants import WarmupLag, cold_moves, imbalance
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import (
     SampleApp,
@@ -35,6 +43,10 @@ pytestmark = pytest.mark.slow
 APP = "ops-shop"
 PARTITIONS = 4
 REPARTITION = f"{APP}-by-customer-repartition"
+ACCEPTABLE_LAG = 5
+"""Below what 300 orders write to any changelog partition, so that a pod that has not restored a task's
+state (a new one above all) is not caught up on it, and above the 1 that exactly-once leaves a restored copy
+behind (the end offset counts the last transaction's commit marker)."""
 
 
 def streams_app(orders: str, totals: str, replicas: int) -> dict[str, Any]:
@@ -59,7 +71,7 @@ def streams_app(orders: str, totals: str, replicas: int) -> dict[str, Any]:
                     {"name": "1", "partitions": PARTITIONS, "inputTopics": [REPARTITION]},
                 ]
             },
-            "assignment": {"probingInterval": "10s"},
+            "assignment": {"probingInterval": "10s", "acceptableRecoveryLag": ACCEPTABLE_LAG},
             "scaling": {"scaleDownTimeout": "3m"},
             "metrics": {"port": 8080, "path": "/metrics"},
         },
@@ -82,6 +94,42 @@ def sandbox(kafka_broker: KafkaCluster, tmp_path: Path) -> Iterator[Sandbox]:
         first_address=random_block(),
     ) as running:
         yield running
+
+
+class Publications:
+    """Every generation the operator publishes for the app, from a watch on its ConfigMap (polling could miss
+    a generation that lived less than a poll), for as long as `watch` runs (in `background.running`)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.seen: dict[int, Publication] = {}
+        self._kubeconfig = kubeconfig
+
+    def watch(self, stop: threading.Event) -> None:
+        name = contract.assignment_configmap(APP)
+        with kubernetes.config.new_client_from_config(config_file=str(self._kubeconfig)) as client:
+            core = kubernetes.client.CoreV1Api(client)
+            version = ""
+            while not stop.is_set():
+                stream = kubernetes.watch.Watch().stream(
+                    core.list_namespaced_config_map, "default", resource_version=version, timeout_seconds=2
+                )
+                for event in stream:
+                    body = event["raw_object"]
+                    version = body["metadata"]["resourceVersion"]
+                    if body["metadata"]["name"] == name and event["type"] != "DELETED":
+                        publication = from_configmap(body)
+                        self.seen[publication.generation] = publication
+
+
+def warmup_lags(journal: Path) -> list[WarmupLag]:
+    """The warmups' lags as the operator scraped them, in the order of its journal."""
+    lags = []
+    for line in journal.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["kind"] == "scrape" and entry["app"] == APP:
+            for warmup in entry["warmupLags"]:
+                lags.append(WarmupLag(entry["generation"], warmup["task"], warmup["pod"], warmup["lag"]))
+    return lags
 
 
 def ready(pod: dict[str, Any]) -> bool:
@@ -136,9 +184,34 @@ def test_the_operator_runs_a_kafka_streams_app_through_scaling_crashes_and_a_swa
     orders, totals = topics
     bootstrap = kafka_broker.bootstrap_servers
     kafka = SampleApp(APP, "default", bootstrap, None, tmp_path / "reader")
+    publications = Publications(sandbox.kubeconfig)
+    with running(publications.watch, "publications"):
+        created = walk(sandbox, kafka, orders, totals)
+
+    assert latest_totals(bootstrap, totals, 1200) == expected_totals(1200), "every order counted exactly once"
+    final = sandbox.publication(APP)
+    zone_of = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods(APP)}  # a node per zone
+    assert imbalance(final, zone_of) == [], "balanced over the pods and the zones"
+    assert final is not None and publications.seen.get(final.generation) == final, (
+        "the watch saw every generation"
+    )
+    # From the first settled generation on: before it, the first pods' state is within the acceptable lag
+    # anywhere, so that spreading the tasks onto a pod started late moves nothing cold.
+    since_created = {g: p for g, p in publications.seen.items() if g >= created}
+    problems, warmed = cold_moves(since_created, warmup_lags(sandbox.journal_file), ACCEPTABLE_LAG)
+    assert problems == [], "\n".join(problems)
+    assert warmed >= 3, f"the scale-out and the swap moved tasks onto caught-up warmups, {warmed} seen"
+
+
+def walk(sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str) -> int:
+    """3 -> 6 -> 3, a crash with and one without its volume, a swap: 1,200 orders in all. The generation
+    published once the app first settled."""
+    bootstrap = kafka.bootstrap
     sandbox.apply(streams_app(orders, totals, replicas=3))
     produce_orders(bootstrap, orders, 0, 300)
     settle(sandbox, kafka, 3)
+    created = sandbox.publication(APP)
+    assert created is not None
 
     sandbox.patch_app(APP, {"spec": {"replicas": 6}})
     produce_orders(bootstrap, orders, 300, 300)
@@ -166,5 +239,4 @@ def test_the_operator_runs_a_kafka_streams_app_through_scaling_crashes_and_a_swa
         time.sleep(1)
     assert not before & {p["metadata"]["uid"] for p in sandbox.pods(APP)}, "the swap replaced every pod"
     settle(sandbox, kafka, 3)
-
-    assert latest_totals(bootstrap, totals, 1200) == expected_totals(1200), "every order counted exactly once"
+    return created.generation

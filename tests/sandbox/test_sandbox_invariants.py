@@ -53,6 +53,28 @@ def test_every_task_runs_exactly_once() -> None:
     ]
 
 
+def test_a_task_moves_only_onto_a_copy_that_caught_up() -> None:
+    published = {
+        1: publication(1, p0={"active": ["0_0", "0_1", "0_2"]}, p1={"warmup": ["0_0"], "standby": ["0_1"]}),
+        2: publication(2, p0={"active": ["0_2"]}, p1={"active": ["0_0", "0_1"]}, p2={"warmup": ["0_2"]}),
+        3: publication(3, p0={}, p1={"active": ["0_0", "0_1"]}, p2={"active": ["0_2"]}),
+    }
+    caught_up = [invariants.WarmupLag(1, "0_0", "p1", None), invariants.WarmupLag(1, "0_0", "p1", 3)]
+    restoring = [
+        *caught_up,
+        invariants.WarmupLag(2, "0_2", "p2", 40),
+        invariants.WarmupLag(3, "0_2", "p2", 0),
+    ]
+    assert invariants.cold_moves({g: published[g] for g in (1, 2)}, caught_up, 5) == ([], 1)
+    assert invariants.cold_moves(published, restoring, 5) == (
+        ["task 0_2 moved from p0 to p2 in generation 3 before its warmup caught up (last lag 40 > 5)"],
+        2,
+    )
+    assert invariants.cold_moves({1: published[1], 3: published[3]}, caught_up, 5)[0] == [
+        "task 0_2 moved from p0 to p2 in generation 3, which held no copy of it in generation 1"
+    ]
+
+
 def test_a_restart_must_restore_from_the_surviving_volume() -> None:
     survived = [
         _record("started", "orders-0", 7, 10.0, tasks={"1_0": 900}),
