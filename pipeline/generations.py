@@ -105,7 +105,9 @@ def _completed(incidents: DataFrame) -> DataFrame:
                 kind.isin("rebalance-stabilized", "assignment-received"), F.col("consumers")
             )
         ).alias("broker_count"),
-        F.array_sort(F.collect_set(F.when(kind.isin("joined", "member-state"), client_id(F.col("member"))))).alias("joined"),
+        F.array_sort(
+            F.collect_set(F.when(kind.isin("joined", "member-state"), client_id(F.col("member"))))
+        ).alias("joined"),
         F.collect_set(source).alias("completion_sources"),
         F.min(F.struct("ts", cite().alias("c"))).alias("first_line"),
     )

@@ -58,7 +58,9 @@ _CLIENT = r"\[(?:Consumer|Worker)(?: instanceId=[^,\]]+,)? clientId=([^,\]]+), g
 # A Streams thread (or its consumer). Groups: member, group.
 _THREAD = r"stream-thread \[((?:(\S+?)-" + UUID + r"|\S+?)-StreamThread-\d+(?:-consumer)?)\]"
 # A Streams thread or client. Groups: member, group.
-_STREAMS = r"stream-(?:thread|client) \[((?:(\S+?)-" + UUID + r"|[^\s\]]+?)(?:-StreamThread-\d+(?:-consumer)?)?)\]"
+_STREAMS = (
+    r"stream-(?:thread|client) \[((?:(\S+?)-" + UUID + r"|[^\s\]]+?)(?:-StreamThread-\d+(?:-consumer)?)?)\]"
+)
 # The leader's thread in the assignor's lines. Groups: member, group, process.
 _LEADER = r"stream-thread \[((?:(\S+?)-(" + UUID + r")|\S+?)-StreamThread-\d+-consumer)\]"
 # The broker names a member `M` or, from 2.3 to 3.x, `[group.instance.id I, member.id M]`. Group: member.
@@ -150,7 +152,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "member-epoch",  # a KIP-848 member's epoch and state as the coordinator records them
         "new assignment state: epoch=",
-        r"\[GroupId (\S+)\] Member (\S+) new assignment state: epoch=(-?\d+), previousEpoch=-?\d+, state=(\w+)",
+        r"\[GroupId (\S+)\] Member (\S+) new assignment state: epoch=(-?\d+), previousEpoch=-?\d+,"
+        r" state=(\w+)",
         ("group", "member", "generation", "new_state"),
     ),
     # -- the consumer (and Connect worker) ---------------------------------------------------------------

@@ -133,7 +133,8 @@ def test_a_streams_client_named_by_its_client_id_is_in_its_group(diagnosed: list
 def test_member_epochs_of_the_consumer_protocol_in_the_rebalance_table(result: AnalyzeResult) -> None:
     """KIP-848: a member reaching STABLE at an epoch completes that group epoch, as the coordinator records
     too; leaving completes nothing."""
-    rows = [r.asDict() for r in result.tables["generations"].where("group = 'audit'").orderBy("generation").collect()]
+    audit = result.tables["generations"].where("group = 'audit'").orderBy("generation")
+    rows = [r.asDict() for r in audit.collect()]
     assert [(r["generation"], r["members"], r["sources"]) for r in rows] == [
         (5, ["consumer-audit-1"], ["broker", "client"]),
         (7, ["consumer-audit-1"], ["client"]),
