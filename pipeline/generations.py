@@ -2,7 +2,8 @@
 
 A generation is what a rebalance produces. The broker's coordinator logs when it started preparing it
 (`Preparing to rebalance`, with the reason) and when it stabilised (with the member count); each member
-logs when it joined it (`Successfully joined group with generation`) and synced it; the leader logs the
+logs when it joined it (`Successfully joined group with generation`) and synced it (with the new
+consumer protocol, KIP-848: when its state became STABLE at that group epoch); the leader logs the
 assignment it computed for it, listing the members (`Finished assignment for group at generation`); a
 Connect worker logs the leader it got. Brokers' and clients' logs are often not both at hand: each column
 takes whichever source has it.
@@ -46,8 +47,15 @@ SOURCES = {
     "synced": "client",
     "assignment-finished": "leader",
     "group-empty": "broker",
+    "member-state": "client",
+    "member-epoch": "broker",
 }
 COMPLETION_KINDS = tuple(SOURCES.keys() - {"rebalance-start"})
+# The new consumer protocol (KIP-848) has no generations: its group epoch is their counterpart. A member
+# whose state becomes STABLE at epoch n (as it says, and as the coordinator records) has reconciled the
+# assignment of group epoch n, as a classic member that synced generation n; its other states complete
+# nothing.
+EPOCH_KINDS = ("member-state", "member-epoch")
 START_KINDS = (
     "rejoining",
     "join-request",
@@ -78,8 +86,9 @@ def _assigned_members(listing: Column) -> Column:
 
 def _completed(incidents: DataFrame) -> DataFrame:
     """Per group and generation: what its completion lines say."""
-    lines = incidents.where(F.col("kind").isin(*COMPLETION_KINDS) & F.col("generation").isNotNull())
     kind = F.col("kind")
+    reconciled = ~kind.isin(*EPOCH_KINDS) | (F.col("new_state") == "STABLE")
+    lines = incidents.where(kind.isin(*COMPLETION_KINDS) & F.col("generation").isNotNull() & reconciled)
     source = F.create_map(*[F.lit(x) for pair in SOURCES.items() for x in pair])[kind]
     return lines.groupBy("group", "generation").agg(
         F.min("ts").alias("first_seen"),
@@ -96,7 +105,9 @@ def _completed(incidents: DataFrame) -> DataFrame:
                 kind.isin("rebalance-stabilized", "assignment-received"), F.col("consumers")
             )
         ).alias("broker_count"),
-        F.array_sort(F.collect_set(F.when(kind == "joined", client_id(F.col("member"))))).alias("joined"),
+        F.array_sort(
+            F.collect_set(F.when(kind.isin("joined", "member-state"), client_id(F.col("member"))))
+        ).alias("joined"),
         F.collect_set(source).alias("completion_sources"),
         F.min(F.struct("ts", cite().alias("c"))).alias("first_line"),
     )

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from smoothscale.pipeline import log_layouts
@@ -52,12 +52,17 @@ UNRECOGNISED = "unrecognised"
 UUID = log_layouts.UUID
 # A consumer's log prefix: plain, static member (instanceId) or Connect worker. Groups: member, group.
 _CLIENT = r"\[(?:Consumer|Worker)(?: instanceId=[^,\]]+,)? clientId=([^,\]]+), groupId=([^,\]]+)\]"
+# A Streams client is named `<app>-<process uuid>`, or by its `client.id` when one is set (smoothscale's
+# bridge sets the pod name): then the name carries no group, and `incidents` takes it from the lines its
+# consumers wrote with their groupId.
 # A Streams thread (or its consumer). Groups: member, group.
-_THREAD = r"stream-thread \[((\S+?)-" + UUID + r"-StreamThread-\d+(?:-consumer)?)\]"
+_THREAD = r"stream-thread \[((?:(\S+?)-" + UUID + r"|\S+?)-StreamThread-\d+(?:-consumer)?)\]"
 # A Streams thread or client. Groups: member, group.
-_STREAMS = r"stream-(?:thread|client) \[((\S+?)-" + UUID + r"(?:-StreamThread-\d+(?:-consumer)?)?)\]"
+_STREAMS = (
+    r"stream-(?:thread|client) \[((?:(\S+?)-" + UUID + r"|[^\s\]]+?)(?:-StreamThread-\d+(?:-consumer)?)?)\]"
+)
 # The leader's thread in the assignor's lines. Groups: member, group, process.
-_LEADER = r"stream-thread \[((\S+?)-(" + UUID + r")-StreamThread-\d+-consumer)\]"
+_LEADER = r"stream-thread \[((?:(\S+?)-(" + UUID + r")|\S+?)-StreamThread-\d+-consumer)\]"
 # The broker names a member `M` or, from 2.3 to 3.x, `[group.instance.id I, member.id M]`. Group: member.
 _BROKER_MEMBER = r"Member(?:\[group\.instance\.id [^,]*, member\.id | )([^\s\]]+)\]?"
 # When a probing rebalance is due: epoch ms before 4.0, then Kafka's log date (`Utils.toLogDateTimeFormat`:
@@ -143,6 +148,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "fenced from the group because",
         r"\[GroupId (\S+)\] (?:Streams )?[Mm]ember (\S+) fenced from the group because (.*?)\.?\s*$",
         ("group", "member", "reason"),
+    ),
+    LinePattern(
+        "member-epoch",  # a KIP-848 member's epoch and state as the coordinator records them
+        "new assignment state: epoch=",
+        r"\[GroupId (\S+)\] Member (\S+) new assignment state: epoch=(-?\d+), previousEpoch=-?\d+,"
+        r" state=(\w+)",
+        ("group", "member", "generation", "new_state"),
     ),
     # -- the consumer (and Connect worker) ---------------------------------------------------------------
     LinePattern(
@@ -273,6 +285,14 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Finished assignment for group at generation",
         _CLIENT + r".*?Finished assignment for group at generation (\d+): \{(.*)\}",
         ("member", "group", "generation", "members"),
+    ),
+    # The new consumer protocol (KIP-848, `group.protocol=consumer`, Kafka 3.7+): the member's state machine
+    # (AbstractMembershipManager, INFO since 3.8), its epoch the group epoch it has reconciled so far.
+    LinePattern(
+        "member-state",
+        "transitioned from",
+        _CLIENT + r".*?Member \S+.*? with epoch (-?\d+) transitioned from (\w+) to (\w+)",
+        ("member", "group", "generation", "old_state", "new_state"),
     ),
     # -- Kafka Streams -------------------------------------------------------------------------------------
     LinePattern(
@@ -474,7 +494,7 @@ def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFr
     text = log_layouts.message(value)
     index = F.col("pattern")
     kinds = F.create_map(*[item for i, p in enumerate(PATTERNS) for item in (F.lit(i), F.lit(p.kind))])
-    return classified.where(index.isNotNull()).select(
+    found = classified.where(index.isNotNull()).select(
         "file",
         "line",
         F.when(F.col("timestamped"), log_layouts.timestamp(value, default_date)).alias("ts"),
@@ -484,6 +504,21 @@ def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFr
         "timestamped",
         "continuation",
     )
+    return found.withColumn("group", _group_of_client(F.col("member"), F.col("group")))
+
+
+def thread_client(name: Column) -> Column:
+    """The client a StreamThread (or its consumer's client id) belongs to: its name without the thread's
+    suffix (`<pod>-StreamThread-1-consumer` -> `<pod>`); other names unchanged."""
+    return F.regexp_replace(name, r"-StreamThread-\d+(?:-consumer)?$", "")
+
+
+def _group_of_client(member: Column, group: Column) -> Column:
+    """`group`, or for a line whose member names no group (a Streams thread or client with its own
+    `client.id`), the group its client's consumers named in the same file: `<pod>-StreamThread-1` and
+    `[Consumer clientId=<pod>-StreamThread-1-consumer, groupId=<app>]` share the client `<pod>`."""
+    seen = F.first(group, ignorenulls=True).over(Window.partitionBy("file", thread_client(member)))
+    return F.coalesce(group, F.when(member.isNotNull(), seen))
 
 
 def split_tallies() -> list[Column]:

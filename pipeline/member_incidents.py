@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from smoothscale.pipeline.generations import client_id
-from smoothscale.pipeline.log_lines import UUID
+from smoothscale.pipeline.log_lines import UUID, thread_client
 from smoothscale.pipeline.timeline import cite, seconds_between
 
 FINDING_COLUMNS = ("group", "kind", "key", "ts", "end_ts", "members", "interval_s", "detail", "evidence")
@@ -41,9 +41,10 @@ def member_key(member: Column) -> Column:
 
 
 def streams_client(member: Column) -> Column:
-    """The Streams client (`<app>-<process uuid>`) a thread or consumer belongs to, else the member."""
+    """The Streams client (`<app>-<process uuid>`, or its `client.id`) a thread or consumer belongs to,
+    else the member."""
     found = F.regexp_extract(member, r"^(.*?-" + UUID + r")", 1)
-    return F.when(found != "", found).otherwise(member_key(member))
+    return F.when(found != "", found).otherwise(thread_client(member_key(member)))
 
 
 def finding(

@@ -24,6 +24,7 @@ PAY_JOINER = "pay-9e8d7c6b-5a49-4837-a261-504f3e2d1c0b-StreamThread-1-consumer"
 # file -> (kind, time, members) of every diagnosis whose evidence is in the file
 EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
     "broker-1.1-old-wording.log": set(),
+    "broker-3.7-consumer-protocol.log": set(),
     "broker-2.8-zookeeper.log": {
         ("heartbeat-expiration", datetime(2026, 3, 2, 10, 5, 10, 500000), ("consumer-payments-2",)),
         ("membership-churn", datetime(2026, 3, 2, 10, 5, 10, 501000), ()),
@@ -35,6 +36,7 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
         ("rejoin-loop", datetime(2026, 5, 10, 7, 0, 0, 100000), ("connect-1",)),
         ("sync-storm", datetime(2026, 5, 10, 7, 0, 3, 30000), ("connect-1",)),
     },
+    "consumer-4.1-consumer-protocol.log": set(),
     "consumer-3.6-logback-time-only.log": {
         ("poll-timeout", datetime(2026, 3, 4, 9, 14, 3, 512000), ("consumer-billing-1",)),
     },
@@ -51,6 +53,9 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
     },
     "streams-3.5-ecs-json.log": {
         ("thread-replacement", datetime(2026, 6, 1, 10, 0, 5, 20000), (REFUNDS,)),
+    },
+    "streams-4.3-client-id-log4j.log": {
+        ("thread-replacement", datetime(2026, 10, 2, 11, 0, 5, 20000), ("shop-0",)),
     },
     "streams-4.3-probing-log4j.log": {
         ("membership-churn", datetime(2026, 10, 1, 9, 1), (PAY_JOINER,)),
@@ -116,6 +121,25 @@ def test_the_rebalance_table_from_each_source(result: AnalyzeResult) -> None:
     billing = rows[("billing", 5)]
     assert billing["start"] == datetime(2026, 3, 4, 9, 13, 40, 312000)
     assert billing["end"] == datetime(2026, 3, 4, 9, 13, 43, 360000)
+
+
+def test_a_streams_client_named_by_its_client_id_is_in_its_group(diagnosed: list[dict[str, Any]]) -> None:
+    """smoothscale's bridge sets `client.id` to the pod name: the thread and client lines name no group,
+    the consumer's lines do."""
+    (replaced,) = [d for d in diagnosed if d["kind"] == "thread-replacement" and d["members"] == ["shop-0"]]
+    assert replaced["group"] == "shop"
+
+
+def test_member_epochs_of_the_consumer_protocol_in_the_rebalance_table(result: AnalyzeResult) -> None:
+    """KIP-848: a member reaching STABLE at an epoch completes that group epoch, as the coordinator records
+    too; leaving completes nothing."""
+    audit = result.tables["generations"].where("group = 'audit'").orderBy("generation")
+    rows = [r.asDict() for r in audit.collect()]
+    assert [(r["generation"], r["members"], r["sources"]) for r in rows] == [
+        (5, ["consumer-audit-1"], ["broker", "client"]),
+        (7, ["consumer-audit-1"], ["client"]),
+    ]
+    assert rows[1]["end"] == datetime(2026, 9, 20, 14, 3, 10, 90000)
 
 
 def test_the_assignor_listing_inside_a_json_record(result: AnalyzeResult) -> None:
