@@ -5,6 +5,7 @@ commit's `smoothscale.<package>` instead of the checkout's, while the rest comes
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -70,3 +71,50 @@ def check_origin(module_file: str, source: Path | None, package: str) -> str | N
     if found.is_relative_to(expected):
         return None
     return f"the worker imported {found}, expected one under {expected}"
+
+
+class SideWorker:
+    """One side of an A/B: `script --worker <argument>` in a process of its own, importing `package` from
+    `source` (a `baseline_tree` folder) or from the checkout (None). It announces the file of the module it
+    imported as `{origin_key: path}` on its first line (checked, so that a mix-up of sides fails loudly), then
+    answers each request line with one line."""
+
+    def __init__(
+        self, name: str, script: str, argument: str, source: Path | None, package: str, origin_key: str
+    ) -> None:
+        self.name = name
+        self.process = subprocess.Popen(
+            [sys.executable, script, "--worker", argument],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=worker_environment(source),
+        )
+        wrong = check_origin(json.loads(self._line())[origin_key], source, package)
+        if wrong:
+            self.close()
+            sys.exit(wrong)
+
+    def ask(self, request: str) -> str:
+        """Send one request line, return the worker's answer line."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{request}\n")
+        self.process.stdin.flush()
+        return self._line()
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            sys.exit(f"the {self.name} worker ended early (exit code {self.process.wait()})")
+        return line
+
+    def close(self, timeout: float = 120) -> None:
+        """End the worker (its input closed), killing it if it has not ended within `timeout` seconds."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

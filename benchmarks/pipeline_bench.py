@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from baseline_tree import baseline_tree, check_origin, worker_environment
+from baseline_tree import SideWorker, baseline_tree
 
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.journal import Journal
@@ -148,49 +147,6 @@ def serve_runs(folder: str) -> None:
         spark.stop()
 
 
-class Worker:
-    """A worker process (its own Spark session) analysing the generated input on request, with the pipeline
-    its PYTHONPATH selects: the checkout's, or a reference commit's (`source`)."""
-
-    def __init__(self, name: str, folder: Path, source: Path | None) -> None:
-        self.name = name
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(folder)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=worker_environment(source),
-        )
-        wrong = check_origin(json.loads(self._line())["analyze"], source, "pipeline")
-        if wrong:
-            self.close()
-            sys.exit(wrong)
-
-    def _line(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            sys.exit(f"the {self.name} worker ended early (exit code {self.process.wait()})")
-        return line
-
-    def run(self, turn: int) -> dict[str, float]:
-        """One `analyze` of the input: wall seconds, lines and diagnoses."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"{self.name}-{turn}\n")
-        self.process.stdin.flush()
-        result: dict[str, float] = json.loads(self._line())
-        return result
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
 def compare(ref: str, mb: float, rounds: int) -> dict[str, Any]:
     """The same generated input analysed by the pipeline at `ref` (before) and the checkout's (after), each
     in its own worker and Spark session, `rounds` times each in alternating order (before first, then after
@@ -203,14 +159,14 @@ def compare(ref: str, mb: float, rounds: int) -> dict[str, Any]:
         (folder / "files.json").write_text(json.dumps(asdict(files)))
         print(f"generated {raw / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s", flush=True)
         runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
-        before = Worker("before", folder, baseline)
+        before = SideWorker("before", __file__, str(folder), baseline, "pipeline", "analyze")
         try:
-            after = Worker("after", folder, None)
+            after = SideWorker("after", __file__, str(folder), None, "pipeline", "analyze")
             try:
                 for turn in range(rounds):
                     pair = [("before", before), ("after", after)]
                     for side, worker in pair if turn % 2 == 0 else pair[::-1]:
-                        run = worker.run(turn)
+                        run = json.loads(worker.ask(f"{worker.name}-{turn}"))
                         runs[side].append(run)
                         print(f"round {turn + 1}: {side} {run['seconds']:.1f} s", flush=True)
             finally:

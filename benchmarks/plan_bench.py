@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from baseline_tree import baseline_tree, check_origin, worker_environment
+from baseline_tree import SideWorker, baseline_tree
 from ortools.sat.python import cp_model
 
 from smoothscale.assignor.models import RackStrategy, Snapshot
@@ -164,43 +164,6 @@ def serve_plans(snapshot_path: str) -> None:
         print((time.process_time() - start) / count, flush=True)
 
 
-class Worker:
-    """A worker process planning one snapshot on request, with the planner its PYTHONPATH selects."""
-
-    def __init__(self, snapshot_path: str, source: Path | None) -> None:
-        env = worker_environment(source)
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--worker", snapshot_path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        wrong = check_origin(json.loads(self._line())["planner"], source, "assignor")
-        if wrong:
-            self.close()
-            sys.exit(wrong)
-
-    def _line(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            sys.exit(f"a planner worker ended early (exit code {self.process.wait()})")
-        return line
-
-    def plan(self, count: int) -> float:
-        """CPU seconds per plan, over `count` plans."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"{count}\n")
-        self.process.stdin.flush()
-        return float(self._line())
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait(timeout=60)
-
-
 def compare_scale(
     tasks: int, clients: int, baseline: Path, rounds: int, per_turn: int
 ) -> tuple[float, float]:
@@ -209,15 +172,15 @@ def compare_scale(
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "snapshot.json")
         Path(path).write_text(json.dumps(random_snapshot_dict(Shape(tasks, clients), seed=1)))
-        before = Worker(path, baseline)
+        before = SideWorker("before", __file__, path, baseline, "assignor", "planner")
         try:
-            after = Worker(path, None)
+            after = SideWorker("after", __file__, path, None, "assignor", "planner")
             try:
                 times: dict[str, list[float]] = {"before": [], "after": []}
                 for turn in range(rounds + 1):
                     pair = [("before", before), ("after", after)]
                     for side, worker in pair if turn % 2 else pair[::-1]:
-                        seconds = worker.plan(per_turn)
+                        seconds = float(worker.ask(str(per_turn)))
                         if turn:
                             times[side].append(seconds)
             finally:
