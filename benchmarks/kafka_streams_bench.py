@@ -47,7 +47,7 @@ from smoothscale.assignor.models import Client, ClientAssignment, PlannerConfig,
 from smoothscale.assignor.planner import plan
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
-from smoothscale.sandbox.kafka_streams import SampleApp, create_topics
+from smoothscale.sandbox.kafka_streams import SampleApp, create_sample_topics
 from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport
 from smoothscale.simulation.strategies import Smoothscale
 
@@ -308,8 +308,7 @@ def run(
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     bootstrap, partitions = cluster.bootstrap_servers, args.partitions
-    orders_topic, totals_topic = f"orders-{mode}", f"totals-{mode}"
-    create_topics(bootstrap, {orders_topic: partitions, totals_topic: partitions})
+    orders_topic, totals_topic = create_sample_topics(bootstrap, mode, partitions)
     produce(bootstrap, orders_topic, args.orders)
     env = {
         "ORDERS_TOPIC": orders_topic,

@@ -236,6 +236,14 @@ def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
         future.result(timeout=30)
 
 
+def create_sample_topics(bootstrap: str, suffix: str, partitions: int) -> tuple[str, str]:
+    """The sample app's input and output topics for one run (`orders-<suffix>`, `totals-<suffix>`), created
+    with `partitions` each: the names its `ORDERS_TOPIC` and `TOTALS_TOPIC` take."""
+    orders, totals = f"orders-{suffix}", f"totals-{suffix}"
+    create_topics(bootstrap, {orders: partitions, totals: partitions})
+    return orders, totals
+
+
 def read_committed(bootstrap: str, topic: str, idle_seconds: float = 5, timeout: float = 120) -> list[Any]:
     """Every committed record of `topic` as (key, value) pairs, once no new one came for `idle_seconds`."""
     consumer = Consumer(

@@ -21,7 +21,7 @@ from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import (
     SampleApp,
-    create_topics,
+    create_sample_topics,
     expected_totals,
     latest_totals,
     produce_orders,
@@ -40,8 +40,7 @@ def api_server() -> Iterator[Path]:
 def orders_app(kafka_broker: KafkaCluster, api_server: Path, tmp_path: Path) -> Iterator[SampleApp]:
     bootstrap = kafka_broker.bootstrap_servers
     suffix = tmp_path.name[-12:].replace("_", "-").strip("-")
-    orders, totals = f"orders-{suffix}", f"totals-{suffix}"
-    create_topics(bootstrap, {orders: 4, totals: 4})
+    orders, totals = create_sample_topics(bootstrap, suffix, 4)
     app = SampleApp(
         app=f"shop-{suffix}",
         namespace="default",

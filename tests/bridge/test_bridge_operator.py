@@ -32,7 +32,7 @@ from smoothscale.sandbox.invariants import WarmupLag, cold_moves, imbalance
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import (
     SampleApp,
-    create_topics,
+    create_sample_topics,
     expected_totals,
     latest_totals,
     produce_orders,
@@ -81,9 +81,7 @@ def streams_app(orders: str, totals: str, replicas: int) -> dict[str, Any]:
 @pytest.fixture
 def topics(kafka_broker: KafkaCluster, tmp_path: Path) -> tuple[str, str]:
     suffix = tmp_path.name[-12:].replace("_", "-").strip("-")
-    orders, totals = f"orders-{suffix}", f"totals-{suffix}"
-    create_topics(kafka_broker.bootstrap_servers, {orders: PARTITIONS, totals: PARTITIONS})
-    return orders, totals
+    return create_sample_topics(kafka_broker.bootstrap_servers, suffix, PARTITIONS)
 
 
 @pytest.fixture

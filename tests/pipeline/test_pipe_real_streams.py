@@ -32,7 +32,7 @@ from smoothscale.pipeline.analyze import AnalyzeInputs, AnalyzeResult, analyze
 from smoothscale.pipeline.diagnoses import Thresholds
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka.topics import QUIET
-from smoothscale.sandbox.kafka_streams import SampleApp, create_topics
+from smoothscale.sandbox.kafka_streams import SampleApp, create_sample_topics
 
 pytestmark = pytest.mark.slow
 
@@ -128,8 +128,7 @@ def client_of(log: Path) -> str:
 def run(kafka_broker: KafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     bootstrap = kafka_broker.bootstrap_servers
     name = uuid.uuid4().hex[:8]
-    orders, totals = f"orders-{name}", f"totals-{name}"
-    create_topics(bootstrap, {orders: PARTITIONS, totals: PARTITIONS})
+    orders, totals = create_sample_topics(bootstrap, name, PARTITIONS)
     work = tmp_path_factory.mktemp("real-streams")
     app = SampleApp(
         app=f"shop-{name}",
