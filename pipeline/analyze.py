@@ -1,7 +1,7 @@
 """`analyze`: journal and logs in, Parquet tables and report.html out.
 
-The log lines are read twice, on the JVM: once to count each split's lines (to number them), once to
-match every line against the patterns (a `contains` per pattern) and keep the few recognised ones. Each
+The log lines are read once, on the JVM: one pass counts each split's lines (to number them) and keeps
+the few lines that contain a screening word; the patterns then run on those lines only. Each
 table is written as Parquet and read back before the next step uses it, so every step after the parsing
 works on small tables.
 """
@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from smoothscale.pipeline import balance, diagnoses, generations, journal_reader, log_lines, restore, timeline
-from smoothscale.pipeline.numbered_lines import number, read_lines, scan, splits
+from smoothscale.pipeline.numbered_lines import read_lines, scan, splits_and_kept
 
 
 @dataclass(frozen=True)
@@ -38,17 +38,17 @@ class AnalyzeResult:
 
 
 def _log_incidents(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFrame, DataFrame]:
-    """The recognised lines and the split table (line counts per split, for numbering and `line_counts`)."""
+    """The recognised lines and the split table (line counts per split, for `line_counts`)."""
     if inputs.logs:
         lines = scan(spark, inputs.logs)
     else:
         lines = spark.createDataFrame([], "value string, file string, block long, row_id long")
-    # Two passes over the files, neither cached: counting each split's lines and their shapes (cheap), then
-    # matching the patterns and keeping the few recognised lines. Caching the whole scan costs more than
-    # reading it again.
-    split_table = splits(log_lines.with_shape(lines), *log_lines.split_tallies()).persist()
-    recognised = log_lines.with_shape(log_lines.with_pattern(lines).where(F.col("pattern").isNotNull()))
-    return log_lines.incidents(number(recognised, split_table), inputs.default_date), split_table
+    # One pass over the files counts each split's lines and their shapes and keeps the screened lines;
+    # the patterns then run on those few lines only.
+    screen = log_lines.screened(F.col("value"))
+    split_table, kept = splits_and_kept(log_lines.with_shape(lines), screen, *log_lines.split_tallies())
+    recognised = log_lines.with_shape(log_lines.with_pattern(kept).where(F.col("pattern").isNotNull()))
+    return log_lines.incidents(recognised, inputs.default_date), split_table
 
 
 def _journal(spark: SparkSession, inputs: AnalyzeInputs) -> DataFrame:

@@ -335,7 +335,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "stable-assignment",
         "Finished stable assignment of tasks",
-        _THREAD + r" Finished stable assignment of tasks",
+        _THREAD + r" Finished stable assignment of tasks, no followup rebalances required",
         ("member", "group"),
     ),
     LinePattern(
@@ -377,13 +377,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "thread-fenced",
         "Detected that the thread is being fenced",
-        _STREAMS,
+        _STREAMS + r".*?missed a rebalance",
         ("member", "group"),
     ),
     LinePattern(
         "thread-fenced",  # before 2.6: a task migrated while the thread was out of the group
         "that got migrated to another thread",
-        _STREAMS,
+        _STREAMS + r".*?missed a rebalance",
         ("member", "group"),
     ),
     LinePattern(
@@ -397,28 +397,10 @@ PATTERNS: tuple[LinePattern, ...] = (
 )
 
 # Most lines match no pattern: a line is tested against the markers only if it contains one of these
-# words, which every marker contains (fewer `contains` per line of no interest than one per marker).
-SCREEN = (
-    "rebalance",
-    "roup",
-    "heartbeat",
-    "generation",
-    "probe",
-    "uncaught",
-    "shutdown",
-    ": [",
-    "timeout",
-    "exception",
-    "died",
-    "fenced",
-    "migrated",
-    "ransition",
-    "oordinator",
-    "ssignment",
-    "now empty",
-    "unavailable or invalid",
-    "Rebalance",
-)
+# words. Each word costs a pass over every line's bytes, so they are few: every line a pattern matches
+# contains one, in its marker or in what its expression requires (a consumer's prefix names its `groupId`,
+# a coordinator's line its group, Streams' fencing lines say the thread "missed a rebalance").
+SCREEN = ("roup", "balance", "exception", "shutdown", "have died", "State transition", ": [")
 # A screened line no pattern recognised that still speaks of group membership: counted as unrecognised.
 RELATED = (
     r"(?i)rebalance (?:failed|in progress|timed out)|generation|join(?:ing|ed)? ?group|leavegroup"
@@ -431,7 +413,7 @@ UNRELATED = "[Producer clientId="
 for _pattern in PATTERNS:  # a pattern whose groups and fields disagree would extract the wrong values
     assert re.compile(_pattern.regex).groups == len(_pattern.fields), _pattern.kind
     assert set(_pattern.fields) <= set(FIELDS), _pattern.kind
-    assert any(word in _pattern.marker for word in SCREEN), _pattern.marker
+    assert any(word in _pattern.marker or word in _pattern.regex for word in SCREEN), _pattern.marker
 
 
 def _marker_index(value: Column, patterns: Sequence[LinePattern]) -> Column:
@@ -463,18 +445,24 @@ def _field(text: Column, index: Column, name: str) -> Column:
     return extracted.cast("long") if name in NUMERIC_FIELDS else extracted
 
 
+def screened(value: Column) -> Column:
+    """True for a line that contains a SCREEN word: the only lines a pattern can recognise."""
+    return reduce(Column.__or__, [value.contains(word) for word in SCREEN])
+
+
 def with_pattern(lines: DataFrame) -> DataFrame:
     """`lines` with `pattern`: the index into PATTERNS of the line's pattern (its marker is the first the
     line contains and its expression matches the message), -1 for an unrecognised line about rebalances,
     or null."""
     value = F.col("value")
-    screened = reduce(Column.__or__, [value.contains(word) for word in SCREEN])
-    candidate = F.when(screened, _marker_index(value, PATTERNS))
+    on_screen = screened(value)
+    candidate = F.when(on_screen, _marker_index(value, PATTERNS))
     matches = F.call_function(
         "rlike", log_layouts.message(value), _of_pattern(candidate, [p.regex for p in PATTERNS])
     )
     # Only log lines count as unrecognised: a stack frame naming a FencedInstanceIdException is not one.
-    related = screened & value.rlike(RELATED) & ~value.contains(UNRELATED) & value.rlike(log_layouts.LOG_LINE)
+    log_line = value.rlike(log_layouts.LOG_LINE)
+    related = on_screen & value.rlike(RELATED) & ~value.contains(UNRELATED) & log_line
     pattern = F.when(candidate.isNotNull() & matches, candidate).when(related, F.lit(-1))
     return lines.withColumn("pattern", pattern.cast("int"))
 

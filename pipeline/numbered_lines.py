@@ -5,7 +5,9 @@ does not number lines; it does expose each row's file and the byte offset of the
 from (`_metadata.file_block_start`), and `monotonically_increasing_id` numbers rows consecutively inside a
 split. A line's number is therefore its position in its split plus the line count of the file's earlier
 splits. Those counts come from one cheap aggregation (a row per split, no parsing), computed on the JVM: no
-line passes through Python. Gzip files are never split, so they are one split each.
+line passes through Python. Gzip files are never split, so they are one split each. When only a few lines
+are wanted (the log lines a screen keeps), the same aggregation carries them (`splits_and_kept`), so
+the files are read once.
 """
 
 from __future__ import annotations
@@ -36,6 +38,21 @@ def splits(rows: DataFrame, *tallies: Column) -> DataFrame:
         .agg(F.count(F.lit(1)).alias("rows"), F.min("row_id").alias("first_row_id"), *tallies)
         .withColumn("lines_before", F.sum("rows").over(by_file) - F.col("rows"))
     )
+
+
+def splits_and_kept(rows: DataFrame, keep: Column, *tallies: Column) -> tuple[DataFrame, DataFrame]:
+    """In one pass over `rows` (from `scan`): their split table (`splits`, with `tallies`), persisted, and
+    the rows `keep` selects, numbered (`file`, `line`, `value`). Counting the lines and filtering them in
+    two scans would read and decode every file twice; here each split's kept rows travel as one list
+    through the aggregation that counts it, so `keep` must select few rows (a screen of log lines).
+    Everything done to the kept rows runs in a later stage, on those rows only."""
+    kept = F.collect_list(F.when(keep, F.struct("row_id", "value"))).alias("kept")
+    table = splits(rows, *tallies, kept).persist()
+    line = F.col("kept.row_id") - F.col("first_row_id") + F.col("lines_before") + 1
+    numbered = table.select("file", "first_row_id", "lines_before", F.explode("kept").alias("kept")).select(
+        "file", line.alias("line"), F.col("kept.value").alias("value")
+    )
+    return table.drop("kept"), numbered
 
 
 def number(rows: DataFrame, split_table: DataFrame) -> DataFrame:
