@@ -29,6 +29,9 @@ def build_session(master: str | None = None, app_name: str = "smoothscale") -> S
         .config("spark.ui.showConsoleProgress", "false")
         # The tables after parsing are small: two partitions, not the default 200.
         .config("spark.sql.shuffle.partitions", "2")
+        # Adaptive execution re-plans each query at every shuffle, as a job of its own: on tables of a few
+        # thousand rows (every table after the parsing) that planning costs more than it saves.
+        .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
     )
     if master is None and not under_spark_submit():
