@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,3 +111,20 @@ def processes_using(directory: Path) -> list[int]:
         if str(directory).encode() in text:
             found.append(int(entry.name))
     return found
+
+
+SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
+DEMO_STEPS = ("create", "scale-out", "scale-in", "host-swap", "pod-crash")
+
+
+def run_demo(*args: str, timeout: float) -> str:
+    """`smoothscale demo ARGS` as a user runs it: its output, once it succeeded, walked every step and
+    found every invariant held."""
+    result = subprocess.run(
+        [SMOOTHSCALE, "demo", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+    for step in DEMO_STEPS:
+        assert f"[{step}]" in result.stdout
+    assert "all invariants held" in result.stdout
+    return result.stdout

@@ -37,9 +37,7 @@ class SmoothscaleBridgeTest {
     @Test
     void configureNamesTheClientAfterThePodAndInstallsTheAssignor() {
         SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment(POD_ENV);
-        Properties app = new Properties();
-        app.put(StreamsConfig.APPLICATION_ID_CONFIG, "orders");
-        app.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9092");
+        Properties app = ordersApp();
 
         Properties props = bridge.configure(app);
 
@@ -59,9 +57,7 @@ class SmoothscaleBridgeTest {
     @Test
     void anAppsOwnHeartbeatIntervalIsKept() {
         SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment(POD_ENV);
-        Properties app = new Properties();
-        app.put(StreamsConfig.APPLICATION_ID_CONFIG, "orders");
-        app.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9092");
+        Properties app = ordersApp();
         app.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
 
         Properties props = bridge.configure(app);
@@ -77,5 +73,13 @@ class SmoothscaleBridgeTest {
         app.put(StreamsConfig.CLIENT_ID_CONFIG, "orders-service");
         IllegalArgumentException error = assertThrows(IllegalArgumentException.class, () -> bridge.configure(app));
         assertTrue(error.getMessage().contains("must be the pod's name 'orders-3'"), error.getMessage());
+    }
+
+    /** The sample app's own properties: its id and its brokers. */
+    private static Properties ordersApp() {
+        Properties app = new Properties();
+        app.put(StreamsConfig.APPLICATION_ID_CONFIG, "orders");
+        app.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9092");
+        return app;
     }
 }
