@@ -7,12 +7,14 @@ consecutive rebalances of a group are compared:
   "SyncGroup failed" lines around it are cited too), unless a member synced the first one's assignment
   or its leader asked for the second (a cooperative rebalance's follow-up, when tasks change owner);
 - `leader-change`: the leader is another thread than the previous one;
-- `membership-churn`: the count of nodes or consumers changed, or the members listed did; the consumers
-  that came and went are named when the assignor listed them (one incident per change: the same consumers
-  coming, or going);
+- `membership-churn` (`churn`): members that left and came back, or came and left again, within
+  `churn_window_s`; growth in a scale-out, shrinking in a scale-in and one rebalance swapping a member are
+  not churn;
 - `regular-probing`: at least `probing_min_rebalances` rebalances at near-identical intervals (within
   `interval_tolerance`, and at least `probing_min_interval_s` apart): warmups taking long to catch up;
   `endless-probing` when such a run lasts until the end of the logs with `endless_min_rebalances` or more.
+  The probing rebalances' due times that the leader and its members log (every Streams version from 2.6)
+  are compared the same way, for logs without the assignor's "participating" lines (before 3.0).
 From the rebalance table alone:
 - `rejoin-loop`: `rejoin_min_generations` or more generations in a row with the same members (the same
   count when they are not listed), each starting less than `rejoin_gap_s` after the previous one
@@ -29,17 +31,21 @@ follow-up (the operator never reached a stable plan).
 
 Findings of one kind about the same member (or group) less than `dedup_seconds` apart are one incident,
 with the union of their evidence (`deduplicate`): a heartbeat expiry seen by the coordinator and by the
-client is one diagnosis.
+client is one diagnosis; failures that repeat (storms, loops, failed commits) are chained up to
+`repeat_seconds` apart. Then `incident_folding` words each incident and merges the findings another one
+explains into it: one row per incident.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from smoothscale.pipeline import churn, incident_folding
 from smoothscale.pipeline.generations import client_id
 from smoothscale.pipeline.member_incidents import member_findings
 from smoothscale.pipeline.timeline import cite, no_members, seconds_between
@@ -61,7 +67,27 @@ class Thresholds:
     unstable_s: float = 60.0
     coordinator_min_s: float = 5.0
     sync_storm_min: int = 5
+    coordinator_loop_min: int = 3
+    store_failure_min: int = 2
+    churn_window_s: float = 600.0
     dedup_seconds: float = 30.0
+    repeat_seconds: float = 120.0
+    fold_slack_s: float = 60.0
+
+
+# Findings that count when they repeat: chained up to `repeat_seconds` apart into one incident.
+REPEATING = (
+    "sync-storm",
+    "coordinator-loop",
+    "assignment-store-failure",
+    "commit-failed",
+    "static-member-blocked",
+)
+COLUMNS = ("group", "kind", "ts", "end_ts", "members", "interval_s", "detail", "evidence", "occurrences")
+SCHEMA = (
+    "group string, kind string, ts timestamp, end_ts timestamp, members array<string>, interval_s double,"
+    " detail string, evidence array<string>, occurrences long"
+)
 
 
 def _diagnosis(
@@ -149,45 +175,6 @@ def leader_changes(pairs: DataFrame) -> DataFrame:
     )
 
 
-def membership_churn(pairs: DataFrame) -> DataFrame:
-    def listed(name: str) -> Column:  # member ids as client ids: the same consumer whatever lists it
-        return F.array_sort(F.array_distinct(F.transform(F.coalesce(name, no_members()), client_id)))
-
-    before, after = listed("prev_members"), listed("members")
-    left, joined = F.array_except(before, after), F.array_except(after, before)
-    both_listed = (F.size(before) > 0) & (F.size(after) > 0)
-    changed = pairs.where(
-        (F.col("nodes") != F.col("prev_nodes"))
-        | (F.col("consumers") != F.col("prev_consumers"))
-        | (both_listed & (before != after))
-    )
-
-    def count(prefix: str) -> Column:
-        nodes, consumers = (
-            F.col(f"{prefix}nodes"),
-            F.coalesce(F.col(f"{prefix}consumers").cast("string"), F.lit("?")),
-        )
-        return F.when(nodes.isNull(), F.concat(consumers, F.lit(" members"))).otherwise(
-            F.format_string("%d nodes / %s consumers", nodes, consumers)
-        )
-
-    detail = F.format_string(
-        "membership changed from %s to %s%s%s",
-        count("prev_"),
-        count(""),
-        F.when(F.size(left) > 0, F.concat(F.lit("; gone: "), F.array_join(left, ", "))).otherwise(""),
-        F.when(F.size(joined) > 0, F.concat(F.lit("; came: "), F.array_join(joined, ", "))).otherwise(""),
-    )
-    return _diagnosis(
-        changed,
-        "membership-churn",
-        detail,
-        F.concat(left, joined),
-        F.array("prev_cite", "cite"),
-        key=F.concat(F.lit("came "), F.array_join(joined, ","), F.lit(" gone "), F.array_join(left, ",")),
-    )
-
-
 def probing_runs(pairs: DataFrame, limits: Thresholds) -> DataFrame:
     """Runs of near-equal intervals between rebalances; each run becomes `regular-probing`, and the last
     run of a group that lasts to the group's last rebalance and is long enough also `endless-probing`."""
@@ -248,6 +235,26 @@ def probing_runs(pairs: DataFrame, limits: Thresholds) -> DataFrame:
         interval_s=F.col("interval_s"),
     )
     return regular.unionByName(endless)
+
+
+def probing_schedules(incidents: DataFrame) -> DataFrame:
+    """The probing rebalances that Streams scheduled (leader and members log the due time; the thread that
+    triggers it too), one row per group and due time, in the shape `_successive` compares."""
+    due = incidents.where(
+        F.col("kind").isin("probing-scheduled", "followup-triggered") & F.col("scheduled_ms").isNotNull()
+    )
+    return (
+        due.groupBy("group", "scheduled_ms")
+        .agg(
+            F.timestamp_millis(F.first("scheduled_ms")).alias("ts"),
+            F.min(client_id(F.col("member"))).alias("leader"),
+            F.lit(None).cast("long").alias("nodes"),
+            F.lit(None).cast("long").alias("consumers"),
+            no_members().alias("members"),
+            F.min(cite()).alias("cite"),
+        )
+        .drop("scheduled_ms")
+    )
 
 
 def journal_endless_probing(journal: DataFrame, limits: Thresholds) -> DataFrame:
@@ -427,12 +434,14 @@ def unstable(table: DataFrame, incidents: DataFrame, limits: Thresholds) -> Data
     )
 
 
-def deduplicate(findings: DataFrame, window_s: float) -> DataFrame:
+def deduplicate(findings: DataFrame, window_s: float, repeat_s: float | None = None) -> DataFrame:
     """One row per incident: findings of one group, kind and key whose times are less than `window_s`
-    apart (measured from the end of the incident so far) are merged; `occurrences` counts them."""
+    apart (`repeat_s` for the REPEATING kinds; measured from the end of the incident so far) are merged;
+    `occurrences` counts them."""
     order = Window.partitionBy("group", "kind", "key").orderBy("ts", "end_ts")
     so_far = F.max("end_ts").over(order.rowsBetween(Window.unboundedPreceding, -1))
-    starts = F.when(so_far.isNull() | (seconds_between(so_far, F.col("ts")) > window_s), 1).otherwise(0)
+    window = F.when(F.col("kind").isin(*REPEATING), F.lit(repeat_s or window_s)).otherwise(F.lit(window_s))
+    starts = F.when(so_far.isNull() | (seconds_between(so_far, F.col("ts")) > window), 1).otherwise(0)
     numbered = findings.where(F.col("ts").isNotNull()).withColumn("starts", starts)
     numbered = numbered.withColumn(
         "incident", F.sum("starts").over(order.rowsBetween(Window.unboundedPreceding, 0))
@@ -451,19 +460,11 @@ def deduplicate(findings: DataFrame, window_s: float) -> DataFrame:
     )
 
 
-def _storms_only(incidents: DataFrame, limits: Thresholds) -> DataFrame:
-    """Keeps the SyncGroup failures that gathered into a storm, described as one."""
-    storm = F.col("kind") == "sync-storm"
-    described = F.format_string(
-        "%d SyncGroup failures in %.1f s: rebalance after rebalance failed before the members got their"
-        " assignment (%s)",
-        F.col("occurrences"),
-        seconds_between(F.col("ts"), F.col("end_ts")),
-        F.col("detail"),
-    )
-    return incidents.where(~storm | (F.col("occurrences") >= limits.sync_storm_min)).withColumn(
-        "detail", F.when(storm, described).otherwise(F.col("detail"))
-    )
+def _churn_rows(pairs: list[DataFrame], limits: Thresholds) -> list[dict[str, Any]]:
+    columns = ("group", "ts", "prev_ts", "nodes", "prev_nodes", "consumers", "prev_consumers", "members",
+               "prev_members", "cite", "prev_cite")  # fmt: skip
+    rows = [row.asDict() for frame in pairs for row in frame.select(*columns).collect()]
+    return churn.churn(rows, limits.churn_window_s, limits.dedup_seconds)
 
 
 def diagnose(
@@ -474,7 +475,7 @@ def diagnose(
     limits: Thresholds | None = None,
 ) -> DataFrame:
     """Every diagnosis: group, kind, ts, end_ts, members, interval_s, detail (plain words), evidence and
-    occurrences (the findings merged into it)."""
+    occurrences (the findings merged into it), one row per incident."""
     limits = limits or Thresholds()
     recognised = incidents.where(F.col("kind") != "unrecognised")
     assignor = _successive(timeline.where(F.col("source") == "assignor"))
@@ -483,9 +484,8 @@ def diagnose(
         closely_grouped(assignor, recognised, limits),
         leader_changes(assignor),
         leader_changes(by_generation),
-        membership_churn(assignor),
-        membership_churn(by_generation),
         probing_runs(assignor, limits),
+        probing_runs(_successive(probing_schedules(recognised)), limits),
         rejoin_loops(table, limits),
         slow_rebalances(table, recognised, limits),
         unstable(table, recognised, limits),
@@ -493,5 +493,16 @@ def diagnose(
     ]
     group_level = reduce(DataFrame.unionByName, parts)
     members = member_findings(recognised, limits.dedup_seconds * 4, limits.coordinator_min_s)
-    merged = deduplicate(group_level.unionByName(members), limits.dedup_seconds)
-    return _storms_only(merged, limits).drop("key", "incident").orderBy("group", "ts", "kind")
+    merged = deduplicate(group_level.unionByName(members), limits.dedup_seconds, limits.repeat_seconds)
+    rows = [row.asDict() for row in merged.select(*COLUMNS).collect()]
+    rows += _churn_rows([assignor, by_generation], limits)
+    least = incident_folding.Minimums(
+        sync_storm=limits.sync_storm_min,
+        coordinator_loop=limits.coordinator_loop_min,
+        assignment_store_failure=limits.store_failure_min,
+        slack_s=limits.fold_slack_s,
+    )
+    found = incident_folding.one_per_incident(rows, least)
+    return incidents.sparkSession.createDataFrame(
+        [tuple(r[c] for c in COLUMNS) for r in found], SCHEMA
+    ).orderBy("group", "ts", "kind")

@@ -45,6 +45,7 @@ FIELDS = (
     "leader",
     "old_state",
     "new_state",
+    "instance",
 )
 NUMERIC_FIELDS = frozenset({"generation", "nodes", "consumers", "scheduled_ms"})
 UNRECOGNISED = "unrecognised"
@@ -245,6 +246,74 @@ PATTERNS: tuple[LinePattern, ...] = (
         ("member", "group"),
     ),
     LinePattern(
+        "rebalance-failed",  # 2.5 and 2.6 log each failed join or sync with the exception
+        "Join group failed with",
+        _CLIENT + r".*?Join group failed with (.*?)\s*$",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "coordinator-lost",  # before 2.8 a failed JoinGroup or SyncGroup is DEBUG: the heartbeat says it
+        "is either not started or not valid",
+        _CLIENT + r".*?Attempt to heartbeat failed since coordinator .*? is either not started or not valid",
+        ("member", "group"),
+    ),
+    # A commit that failed: the consumer's own lines (the error per partition, the response, auto-commits)
+    # and the CommitFailedException an application logs (no member named: its group is the file's).
+    LinePattern(
+        "commit-failed",
+        "Offset commit failed on partition",
+        _CLIENT + r".*?Offset commit failed on partition \S+ at offset \d+: (.*?)\s*$",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "commit-failed",
+        "OffsetCommit failed with",
+        _CLIENT + r".*?OffsetCommit failed with (?:Generation\{generationId=(-?\d+)[^}]*\}|\S+)"
+        r"(?::| due to) (.*?)\s*$",
+        ("member", "group", "generation", "reason"),
+    ),
+    LinePattern(
+        "commit-failed",
+        "auto-commit of offsets",
+        _CLIENT + r".*?(?:Synchronous|Asynchronous) auto-commit of offsets(?: .*?)? failed: (.*?)\s*$",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "commit-failed",
+        "Failing OffsetCommit request since the consumer is not part of an active group",
+        _CLIENT + r".*?Failing OffsetCommit request since (the consumer is not part of an active group)",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "commit-failed",
+        "CommitFailedException",
+        r"CommitFailedException: ((?:Offset c|C)ommit cannot be completed since the (?:group|consumer)"
+        r" .*?)\s*$",
+        ("reason",),
+    ),
+    # KIP-848 (3.7+): a static member's new incarnation cannot join while the old one holds its instance id.
+    LinePattern(
+        "instance-unreleased",
+        "failed due to unreleased instance id",
+        _CLIENT
+        + r".*?HeartbeatRequest failed due to unreleased instance id (\S+?): .*?owned by (\S+) member",
+        ("member", "group", "instance", "members"),
+    ),
+    LinePattern(
+        "instance-unreleased",  # 3.7's wording
+        "was not released",
+        _CLIENT + r".*?HeartbeatRequest failed due to the instance id (\S+) was not released:"
+        r" .*?owned by (\S+) member",
+        ("member", "group", "instance", "members"),
+    ),
+    LinePattern(
+        "instance-unreleased",  # the coordinator's side (3.7+; "is is owned" as written)
+        "cannot join the group because the instance id is",
+        r"\[GroupId (\S+)\] Static member (\S+) with instance id (\S+) cannot join the group because the"
+        r" instance id is(?: is)? owned by member (\S+?)\.?\s*$",
+        ("group", "member", "instance", "members"),
+    ),
+    LinePattern(
         "rebalance-started",  # a Connect worker
         "Rebalance started",
         _CLIENT + r".*?Rebalance started",
@@ -310,13 +379,16 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "followup-scheduled",
         "Requesting followup rebalance be scheduled immediately",
-        _LEADER + r" Requesting followup rebalance be scheduled immediately by (?:\S+) due to (.*?)\.?\s*$",
+        _LEADER + r" Requesting followup rebalance be scheduled immediately (?:by \S+ )?due to (.*?)\.?\s*$",
         ("member", "group", "process", "reason"),
     ),
     LinePattern(
         "probing-scheduled",
         "to probe for caught-up replica tasks",
-        _LEADER + r" Requesting followup rebalance be scheduled by (?:\S+) for " + _DUE + " to probe",
+        _LEADER
+        + r" Requesting followup rebalance be scheduled (?:by \S+ )?for "
+        + _DUE
+        + r"(?: ms)? to probe",
         ("member", "group", "process", "scheduled_ms"),
     ),
     LinePattern(
@@ -378,6 +450,12 @@ PATTERNS: tuple[LinePattern, ...] = (
         "thread-fenced",
         "Detected that the thread is being fenced",
         _STREAMS + r".*?missed a rebalance",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "thread-fenced",  # before 2.8: committing (processing, ...) a task that another thread now owns
+        "since it got migrated to another thread already",
+        _STREAMS + r".*?since it got migrated to another thread already.*?rebalance",
         ("member", "group"),
     ),
     LinePattern(
@@ -492,7 +570,30 @@ def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFr
         "timestamped",
         "continuation",
     )
-    return found.withColumn("group", _group_of_client(F.col("member"), F.col("group")))
+    return _stamped_from_record(found.withColumn("group", _group_of_client(F.col("member"), F.col("group"))))
+
+
+# How far (in lines) a recognised line without a stamp of its own (an exception an application logged with
+# its stack trace) may sit after the recognised log line that gives it its time.
+RECORD_LINES = 20
+
+
+def _stamped_from_record(found: DataFrame) -> DataFrame:
+    """A commit failure logged as an exception (a continuation line, no stamp, no member) takes the time of
+    the recognised log line just before it in its file, and the file's group when the file names only one."""
+    before = Window.partitionBy("file").orderBy("line").rowsBetween(Window.unboundedPreceding, -1)
+    stamped = F.when(F.col("ts").isNotNull(), F.struct(F.col("line").alias("at"), "ts"))
+    previous = F.last(stamped, ignorenulls=True).over(before)
+    groups = F.collect_set("group").over(Window.partitionBy("file"))
+    orphan = F.col("ts").isNull() & (F.col("kind") == "commit-failed")
+    near = previous.isNotNull() & (F.col("line") - previous["at"] <= RECORD_LINES)
+    return found.select(
+        *[c for c in found.columns if c not in ("ts", "group")],
+        F.when(orphan & near, previous["ts"]).otherwise(F.col("ts")).alias("ts"),
+        F.when(orphan & F.col("group").isNull() & (F.size(groups) == 1), groups[0])
+        .otherwise(F.col("group"))
+        .alias("group"),
+    )
 
 
 def thread_client(name: Column) -> Column:

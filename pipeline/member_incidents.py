@@ -9,11 +9,25 @@ were written (the member's own log, the coordinator's, the Streams client's):
   members leaving the group;
 - `fencing`: a thread or member was fenced (it missed a rebalance or a transaction timed out);
 - `coordinator-loss`: members lost their group coordinator for at least `coordinator_min_s`;
-- `sync-storm`: `sync_storm_min` or more SyncGroup failures in a group, rebalance after rebalance;
+- `coordinator-loop`: members that lost their coordinator and found it again within `coordinator_min_s`,
+  again and again (`diagnoses` keeps the incidents of `coordinator_loop_min` or more losses): JoinGroup or
+  heartbeats answered NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE while the coordinator moves or cannot
+  serve the group;
+- `sync-storm`: `sync_storm_min` or more failed rounds of JoinGroup/SyncGroup in a group, rebalance after
+  rebalance;
+- `assignment-store-failure`: the coordinator could not write the group's assignment (to __consumer_offsets:
+  NOT_ENOUGH_REPLICAS when fewer replicas than min.insync.replicas are in sync), so every SyncGroup fails and
+  the members rejoin: the coordinator's "Error ... when storing group assignment during SyncGroup", or the
+  members' SyncGroup failing with COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR right after they joined;
+- `commit-failed`: commits that failed because the group had rebalanced without their member (the member
+  exceeded max.poll.interval.ms or was removed): their records are processed again;
+- `static-member-blocked`: a static member (group.instance.id) that cannot rejoin because its previous
+  incarnation, whose pod was replaced, still holds the instance id (UNRELEASED_INSTANCE_ID);
 - `thread-replacement` and `shutdown-request`: the REPLACE_THREAD and SHUTDOWN_APPLICATION handlers.
 
 Every finding carries a `key` (the member, thread, client or group it is about): findings of one kind and
-key close in time are one incident (`diagnoses.deduplicate`).
+key close in time are one incident (`diagnoses.deduplicate`). Expirations are keyed by group: members whose
+sessions expire together (a node or a network lost) are one incident naming them all.
 """
 
 from __future__ import annotations
@@ -30,6 +44,15 @@ from smoothscale.pipeline.timeline import cite, seconds_between
 FINDING_COLUMNS = ("group", "kind", "key", "ts", "end_ts", "members", "interval_s", "detail", "evidence")
 POLL_TIMEOUT = r"(?i)poll timeout|expired poll timer"
 COORDINATOR_TROUBLE = r"(?i)coordinator"
+# A SyncGroup answered so after the JoinGroup succeeded: the coordinator could not store the assignment.
+STORE_FAILED = r"(?i)coordinator is not available|not the correct coordinator"
+STORING = r"(?i)when storing group assignment"
+# Failed rounds of a rebalance, not the first JoinGroup's MEMBER_ID_REQUIRED (every new member gets it).
+ROUND_FAILED = r"(?i)rebalanc|generation|not aware of this member|unknown member"
+# A commit refused because the group went on without its member.
+COMMIT_AFTER_REBALANCE = (
+    r"(?i)rebalanc|not part of an active group|not aware of this member|generation|kicked out|member epoch"
+)
 FENCED = r"(?i)fenced"
 SESSION_EXPIRED = r"(?i)session expired"  # a KIP-848 coordinator fences a member whose session expired
 
@@ -111,7 +134,8 @@ def expirations(incidents: DataFrame) -> DataFrame:
     for name in explained:
         rows = found.where(F.col("diagnosis") == name)
         detail = F.concat_ws(" ", F.col("who"), words[F.col("diagnosis")])
-        parts.append(finding(rows, name, member_key(F.col("who")), F.array("who"), detail))
+        key = F.col("group") if name == "heartbeat-expiration" else member_key(F.col("who"))
+        parts.append(finding(rows, name, key, F.array("who"), detail))
     return reduce(DataFrame.unionByName, parts)
 
 
@@ -316,9 +340,8 @@ def coordinator_losses(incidents: DataFrame, min_seconds: float) -> DataFrame:
         .join(last_seen, F.col("group") == F.col("l_group"), "left")
     )
     until = F.coalesce(F.col("back.f_ts"), F.col("last_ts"))
-    outages = outages.withColumn("outage_s", seconds_between(F.col("ts"), until)).where(
-        F.col("back.f_ts").isNull() | (F.col("outage_s") >= min_seconds)
-    )
+    outages = outages.withColumn("outage_s", seconds_between(F.col("ts"), until))
+    short = F.col("back.f_ts").isNotNull() & (F.col("outage_s") < min_seconds)
     detail = F.format_string(
         "%s lost its group coordinator (%s) and %s",
         F.col("member"),
@@ -334,24 +357,90 @@ def coordinator_losses(incidents: DataFrame, min_seconds: float) -> DataFrame:
         ),
     )
     evidence = F.array_compact(F.array(cite(), F.col("back.f_cite")))
+    members = F.array(client_id(F.col("member")))
     return finding(
-        outages,
+        outages.where(~short),
         "coordinator-loss",
         F.col("group"),
-        F.array(client_id(F.col("member"))),
+        members,
         detail,
         until,
         F.col("outage_s"),
         evidence,
+    ).unionByName(
+        finding(
+            outages.where(short),
+            "coordinator-loop",
+            F.col("group"),
+            members,
+            F.format_string(
+                "%s lost its group coordinator (%s)", F.col("member"), F.coalesce("reason", F.lit("?"))
+            ),
+            until,
+            F.col("outage_s"),
+            evidence,
+        )
     )
 
 
+def _reason_matches(pattern: str) -> Column:
+    return F.coalesce(F.col("reason").rlike(pattern), F.lit(False))
+
+
 def sync_failures(incidents: DataFrame) -> DataFrame:
-    """Every SyncGroup failure of a group, as `sync-storm` findings; `diagnoses` keeps the incidents that
-    gathered `sync_storm_min` of them."""
-    failed = incidents.where((F.col("kind") == "sync-failed") & F.col("ts").isNotNull())
-    detail = F.concat(F.lit("SyncGroup failed: "), F.coalesce(F.col("reason"), F.lit("no reason given")))
+    """Every failed round of a group's rebalance (a SyncGroup failure, or 2.5's and 2.6's "Join group failed
+    with" a rebalance error), as `sync-storm` findings; `diagnoses` keeps the incidents that gathered
+    `sync_storm_min` of them. SyncGroup failures on the coordinator's side are `assignment_store_failures`."""
+    kind = F.col("kind")
+    round_failed = (kind == "rebalance-failed") & _reason_matches(ROUND_FAILED)
+    failed = incidents.where(
+        (((kind == "sync-failed") & ~_reason_matches(STORE_FAILED)) | round_failed) & F.col("ts").isNotNull()
+    )
+    detail = F.concat(
+        F.when(kind == "sync-failed", F.lit("SyncGroup failed: ")).otherwise(F.lit("rebalance failed: ")),
+        F.coalesce(F.col("reason"), F.lit("no reason given")),
+    )
     return finding(failed, "sync-storm", F.col("group"), F.array(client_id(F.col("member"))), detail)
+
+
+def assignment_store_failures(incidents: DataFrame) -> DataFrame:
+    """The coordinator failing to store a group's assignment: its own reason for the next rebalance, or a
+    member's SyncGroup failing with a coordinator error (the JoinGroup before it succeeded)."""
+    kind = F.col("kind")
+    broker = (kind == "rebalance-start") & _reason_matches(STORING)
+    client = (kind == "sync-failed") & _reason_matches(STORE_FAILED)
+    rows = incidents.where((broker | client) & F.col("ts").isNotNull())
+    who = F.when(broker, _reason_member(r"\(member: ([^)\s]+)\)")).otherwise(F.col("member"))
+    detail = F.when(broker, F.concat(F.lit("the coordinator: "), F.col("reason"))).otherwise(
+        F.concat(F.lit("SyncGroup failed: "), F.col("reason"))
+    )
+    return finding(
+        rows, "assignment-store-failure", F.col("group"), F.array_compact(F.array(client_id(who))), detail
+    )
+
+
+def commit_failures(incidents: DataFrame) -> DataFrame:
+    """Commits refused because the group had rebalanced without their member, one finding per line (the
+    group's commits close in time are one incident: many threads failing after one rebalance)."""
+    rows = incidents.where(
+        (F.col("kind") == "commit-failed") & _reason_matches(COMMIT_AFTER_REBALANCE) & F.col("ts").isNotNull()
+    )
+    members = F.array_compact(F.array(client_id(F.col("member"))))
+    return finding(rows, "commit-failed", F.col("group"), members, F.col("reason"))
+
+
+def static_members_blocked(incidents: DataFrame) -> DataFrame:
+    """A static member whose instance id is still held by the member it replaces (KIP-848's
+    UNRELEASED_INSTANCE_ID), named by its instance id, with the member holding it."""
+    rows = incidents.where((F.col("kind") == "instance-unreleased") & F.col("ts").isNotNull())
+    detail = F.format_string(
+        "the static member %s (group.instance.id) could not join: its instance id is still held by member %s,"
+        " whose pod was replaced without leaving the group, until that member's session expires",
+        F.col("instance"),
+        F.col("members"),
+    )
+    members = F.array_compact(F.array(F.col("instance"), F.col("members")))
+    return finding(rows, "static-member-blocked", F.col("instance"), members, detail)
 
 
 def member_findings(incidents: DataFrame, window_s: float, coordinator_min_s: float) -> DataFrame:
@@ -363,5 +452,8 @@ def member_findings(incidents: DataFrame, window_s: float, coordinator_min_s: fl
         fencing(incidents),
         coordinator_losses(incidents, coordinator_min_s),
         sync_failures(incidents),
+        assignment_store_failures(incidents),
+        commit_failures(incidents),
+        static_members_blocked(incidents),
     ]
     return reduce(DataFrame.unionByName, parts)

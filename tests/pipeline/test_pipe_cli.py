@@ -45,7 +45,7 @@ def parquet(spark: Any, path: Path) -> list[dict[str, Any]]:
 def check_analysis(spark: Any, out: Path, incidents: Incidents) -> None:
     assert {p.name for p in (out / "tables").iterdir()} >= TABLES
     diagnoses = parquet(spark, out / "tables" / "diagnoses")
-    assert {"closely-grouped", "regular-probing", "membership-churn"} <= {d["kind"] for d in diagnoses}
+    assert {"closely-grouped", "regular-probing", "poll-timeout"} <= {d["kind"] for d in diagnoses}
     page = (out / "report.html").read_text()
     assert incidents.cites["sync_failed"] in page and incidents.cites["churn_gone"] in page
     assert "malformed" in page

@@ -19,29 +19,78 @@ LOG_DATE = "2026-03-04"  # the logback excerpt stamps its lines with a time of d
 SHIPPING = "shipping-5e6f7a8b-3333-4c4d-8e9f-0a1b2c3d4e5f"
 ORDERS = "orders-app-0b1c2d3e-1111-4a2b-8c3d-4e5f6a7b8c9d"
 REFUNDS = "refunds-app-7d8e9f0a-2222-4b3c-9d4e-5f6a7b8c9d0e"
-PAY_JOINER = "pay-9e8d7c6b-5a49-4837-a261-504f3e2d1c0b-StreamThread-1-consumer"
+
+FRAUD = "fraud-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+ORDERS_25 = "orders-6c5d4e3f-2a1b-4c0d-9e8f-7a6b5c4d3e2f"
+OLD_ORDERS_0 = "hN4xT0qWRkO2sA7bC9dE1f"  # the member of the replaced pod, holding group.instance.id orders-0
+EXPIRED = tuple(f"consumer-telemetry-{n}" for n in range(6, 21))
+STATIC_BLOCKED = ("static-member-blocked", datetime(2026, 8, 19, 5, 40, 0, 35000), ("orders-0", OLD_ORDERS_0))
+FLAPPING = ("membership-churn", datetime(2026, 11, 2, 16, 0, 40), ("alerts-2",))
 
 # file -> (kind, time, members) of every diagnosis whose evidence is in the file
 EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
     "broker-1.1-old-wording.log": set(),
     "broker-3.7-consumer-protocol.log": set(),
     "broker-2.8-zookeeper.log": {
+        # one member gone is no churn: the group shrank
         ("heartbeat-expiration", datetime(2026, 3, 2, 10, 5, 10, 500000), ("consumer-payments-2",)),
-        ("membership-churn", datetime(2026, 3, 2, 10, 5, 10, 501000), ()),
     },
+    "broker-2.8-member-swap-slow-rebalance.log": {
+        # a member swapped in one (slow) rebalance is no churn; the expiry it waited for is part of it
+        ("slow-rebalance", datetime(2026, 7, 22, 9, 15), ("search-2",)),
+    },
+    "broker-3.3-member-flapping.log": {FLAPPING},
+    "consumer-3.3-member-flapping.log": set(),  # the rebalance table cites the coordinator's lines
+    "broker-3.5-sync-store-failure.log": {
+        ("assignment-store-failure", datetime(2026, 4, 14, 3, 12, 3, 145000), ("consumer-postings-1",)),
+    },
+    "consumer-2.8-sync-store-failure.log": {
+        ("assignment-store-failure", datetime(2026, 4, 15, 22, 40, 3, 42000), ("consumer-journal-1",)),
+    },
+    "consumer-3.6-coordinator-loop.log": {
+        (
+            "coordinator-loop",
+            datetime(2026, 5, 20, 17, 5, 0, 71000),
+            ("consumer-invoices-1", "consumer-invoices-2", "consumer-invoices-3"),
+        ),
+    },
+    "broker-4.1-healthy-scale-out.log": set(),  # 1 -> 2 -> 3 members: growth, no churn
+    "consumer-4.1-healthy-scale-out.log": set(),
+    "broker-4.1-mass-session-expiry.log": {
+        ("heartbeat-expiration", datetime(2026, 10, 14, 2, 30, 10), EXPIRED),
+    },
+    "broker-4.1-static-member-unreleased.log": {STATIC_BLOCKED},
+    "consumer-4.1-static-member-unreleased.log": {STATIC_BLOCKED},
     "broker-4.3-consumer-protocol.log": {
         ("heartbeat-expiration", datetime(2026, 9, 15, 16, 21), ("J8mB0rXcS2eL6tYuV9aZ3Q",)),
     },
+    "connect-2.6-worker-rebalance-storm.log": {
+        ("sync-storm", datetime(2026, 2, 3, 11, 30, 2, 605000), ("connect-1",)),
+    },
     "connect-3.4-worker-sync-storm.log": {
-        ("rejoin-loop", datetime(2026, 5, 10, 7, 0, 0, 100000), ("connect-1",)),
+        # the rejoin loop the storm makes is the storm, one incident
         ("sync-storm", datetime(2026, 5, 10, 7, 0, 3, 30000), ("connect-1",)),
     },
     "consumer-4.1-consumer-protocol.log": set(),
+    "consumer-3.6-commit-failed-threads.log": {
+        (
+            "commit-failed",
+            datetime(2026, 6, 2, 14, 22, 2, 260000),
+            tuple(f"consumer-billing-{n}" for n in range(2, 7)),
+        ),
+    },
     "consumer-3.6-logback-time-only.log": {
         ("poll-timeout", datetime(2026, 3, 4, 9, 14, 3, 512000), ("consumer-billing-1",)),
     },
     "consumer-3.7-static-member-kubectl.log": {
         ("fencing", datetime(2026, 8, 1, 6, 0, 0, 20000), ("consumer-checkout-checkout-0",)),
+    },
+    "streams-2.5-poll-timeout-fenced.log": {
+        # the poll timeout and the fencing it led to are one incident
+        ("poll-timeout", datetime(2026, 3, 9, 19, 2), (f"{ORDERS_25}-StreamThread-2-consumer",)),
+    },
+    "streams-2.7-probing-epoch-ms.log": {
+        ("regular-probing", datetime(2026, 1, 12, 8, 10, 0, 80000), (f"{FRAUD}-StreamThread-1",)),
     },
     "streams-2.8-kubernetes-cri.log": {
         ("coordinator-loss", datetime(2026, 7, 1, 8), (f"{SHIPPING}-StreamThread-1-consumer",)),
@@ -57,9 +106,7 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
     "streams-4.3-client-id-log4j.log": {
         ("thread-replacement", datetime(2026, 10, 2, 11, 0, 5, 20000), ("shop-0",)),
     },
-    "streams-4.3-probing-log4j.log": {
-        ("membership-churn", datetime(2026, 10, 1, 9, 1), (PAY_JOINER,)),
-    },
+    "streams-4.3-probing-log4j.log": set(),  # an instance joining is growth, no churn
 }
 
 
@@ -104,8 +151,35 @@ def test_one_incident_seen_twice_is_one_diagnosis(diagnosed: list[dict[str, Any]
     assert expired["evidence"] == ["broker-2.8-zookeeper.log:5", "broker-2.8-zookeeper.log:6"]
     (poll,) = [d for d in diagnosed if d["kind"] == "poll-timeout"]
     assert poll["occurrences"] == 2
-    (storm,) = [d for d in diagnosed if d["kind"] == "sync-storm"]
-    assert storm["occurrences"] == 6 and storm["detail"].startswith("6 SyncGroup failures in 15.0 s")
+    (storm,) = [d for d in diagnosed if d["kind"] == "sync-storm" and d["group"] == "connect-cluster"]
+    assert storm["detail"].startswith("6 rebalance rounds failed in 15.0 s")
+    assert "with it, rejoin-loop: " in storm["detail"]
+
+
+def test_a_mass_session_expiry_is_one_incident_naming_every_member(diagnosed: list[dict[str, Any]]) -> None:
+    (expired,) = [d for d in diagnosed if d["group"] == "telemetry"]
+    assert expired["kind"] == "heartbeat-expiration" and expired["occurrences"] == 16  # 15 lines + 1 reason
+    assert expired["detail"].startswith("15 members missed their heartbeats within 0.5 s (session timeout)")
+
+
+def test_a_healthy_scale_out_is_no_churn(result: AnalyzeResult, diagnosed: list[dict[str, Any]]) -> None:
+    """The group grows from 1 to 3 members, as the coordinator and the leader's listings show."""
+    assert [d for d in diagnosed if d["group"] == "archive"] == []
+    rows = result.tables["generations"].where("group = 'archive'").orderBy("generation")
+    assert [r["member_count"] for r in rows.collect()] == [1, 2, 3]
+
+
+def test_the_coordinator_failing_to_store_the_assignment_folds_the_storm_it_causes(
+    diagnosed: list[dict[str, Any]],
+) -> None:
+    """NOT_ENOUGH_REPLICAS on __consumer_offsets: the coordinator's reason (4 times), and on a member's side
+    SyncGroup failing after each successful JoinGroup, with the coordinator lost and found again each time:
+    one incident each, their rejoin loops and coordinator losses cited in it."""
+    (broker,) = [d for d in diagnosed if d["group"] == "postings"]
+    assert broker["kind"] == "assignment-store-failure" and "COORDINATOR_NOT_AVAILABLE" in broker["detail"]
+    (client,) = [d for d in diagnosed if d["group"] == "journal"]
+    assert client["kind"] == "assignment-store-failure"
+    assert client["detail"].startswith("the coordinator failed 4 times in 9.4 s to store the group's")
 
 
 def test_the_rebalance_table_from_each_source(result: AnalyzeResult) -> None:
