@@ -66,7 +66,7 @@ class Thresholds:
     slow_rebalance_s: float = 30.0
     unstable_s: float = 60.0
     coordinator_min_s: float = 5.0
-    sync_storm_min: int = 5
+    sync_storm_min: int = 3  # failed rounds of one member
     coordinator_loop_min: int = 3
     store_failure_min: int = 2
     churn_window_s: float = 600.0

@@ -1,10 +1,12 @@
 """One row per incident: the deduplicated findings of `diagnoses`, worded as incidents and folded together
 when several kinds show one cause.
 
-Two steps, on the driver over the few rows of diagnoses (plain Python):
-- `described`: findings that count only when repeated (a SyncGroup storm, a coordinator loop, a store
-  failure of the group's assignment) are dropped below their minimum, and incidents of many lines or
-  members get one sentence that counts and names them (a mass session expiry names every member);
+Four steps, on the driver over the few rows of diagnoses (plain Python):
+- `repeated_enough`: findings that count only when repeated (a member's SyncGroup storm, coordinator loop,
+  failure to store the group's assignment) are dropped below their minimum;
+- `gathered`: the members of a group that repeated them together are one incident;
+- `described`: incidents of many lines or members get one sentence that counts and names them (a mass
+  session expiry names every member);
 - `folded`: a finding that another one explains is merged into it, its lines cited there: a rebalance
   storm or rejoin loop caused by the coordinator failing to store the assignment, the members' coordinator
   loop during it, the fencing and failed commits of a member that exceeded max.poll.interval.ms, the churn of
@@ -35,7 +37,7 @@ FOLDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("poll-timeout", ("fencing", "commit-failed", "membership-churn"), True),
     ("commit-failed", ("slow-rebalance",), False),
     ("heartbeat-expiration", ("membership-churn",), True),
-    ("fencing", ("membership-churn",), True),
+    ("fencing", ("commit-failed", "membership-churn"), True),
     ("thread-death", ("membership-churn",), True),
     ("client-shutdown", ("membership-churn",), True),
     ("slow-rebalance", ("heartbeat-expiration",), False),
@@ -63,17 +65,43 @@ def _named(members: Iterable[str]) -> str:
     return ", ".join(members) or "members not named"
 
 
-def described(rows: Iterable[dict[str, Any]], least: Minimums) -> list[dict[str, Any]]:
+# Counted per member (one failure each, as when a broker restarts, is no incident); the members of a group
+# that reached the minimum together are then one incident.
+PER_MEMBER = ("sync-storm", "coordinator-loop", "assignment-store-failure")
+
+
+def repeated_enough(rows: Iterable[dict[str, Any]], least: Minimums) -> list[dict[str, Any]]:
     minimum = {
         "sync-storm": least.sync_storm,
         "coordinator-loop": least.coordinator_loop,
         "assignment-store-failure": least.assignment_store_failure,
     }
+    return [row for row in rows if row["occurrences"] >= minimum.get(row["kind"], 1)]
+
+
+def gathered(rows: list[dict[str, Any]], slack_s: float) -> list[dict[str, Any]]:
+    """The PER_MEMBER incidents of a group that overlap in time, as one incident naming their members."""
+    gone: set[int] = set()
+    for a in rows:
+        if a["kind"] not in PER_MEMBER or id(a) in gone:
+            continue
+        for b in rows:
+            if b is a or id(b) in gone or (b["kind"], b["group"]) != (a["kind"], a["group"]):
+                continue
+            if _overlap(a, b, slack_s):
+                gone.add(id(b))
+                a["ts"], a["end_ts"] = min(a["ts"], b["ts"]), max(a["end_ts"], b["end_ts"])
+                a["members"] = sorted({*a["members"], *b["members"]})
+                a["evidence"] = sorted({*a["evidence"], *b["evidence"]})
+                a["occurrences"] += b["occurrences"]
+    return [row for row in rows if id(row) not in gone]
+
+
+def described(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Incidents of many lines or members in one sentence that counts and names them."""
     kept = []
     for row in rows:
         kind, n = row["kind"], row["occurrences"]
-        if n < minimum.get(kind, 1):
-            continue
         first = row["detail"].split("; ")[0]
         if kind == "sync-storm":
             row["detail"] = (
@@ -134,7 +162,7 @@ def folded(rows: list[dict[str, Any]], slack_s: float) -> list[dict[str, Any]]:
             if a["kind"] != explaining or id(a) in gone:
                 continue
             for b in rows:
-                if b["kind"] not in explained or id(b) in gone or b["group"] != a["group"]:
+                if b is a or b["kind"] not in explained or id(b) in gone or b["group"] != a["group"]:
                     continue
                 if not _overlap(a, b, slack_s) or (by_member and not _among_members(a, b)):
                     continue
@@ -144,9 +172,9 @@ def folded(rows: list[dict[str, Any]], slack_s: float) -> list[dict[str, Any]]:
                 a["detail"] += f"; with it, {b['kind']}: {b['detail']}"
                 a["occurrences"] += b["occurrences"]
                 if not by_member:
-                    a["members"] = list(dict.fromkeys([*a["members"], *b["members"]]))
+                    a["members"] = sorted({*a["members"], *b["members"]})
     return [row for row in rows if id(row) not in gone]
 
 
 def one_per_incident(rows: Iterable[dict[str, Any]], least: Minimums) -> list[dict[str, Any]]:
-    return folded(described(rows, least), least.slack_s)
+    return folded(described(gathered(repeated_enough(rows, least), least.slack_s)), least.slack_s)

@@ -10,11 +10,11 @@ were written (the member's own log, the coordinator's, the Streams client's):
 - `fencing`: a thread or member was fenced (it missed a rebalance or a transaction timed out);
 - `coordinator-loss`: members lost their group coordinator for at least `coordinator_min_s`;
 - `coordinator-loop`: members that lost their coordinator and found it again within `coordinator_min_s`,
-  again and again (`diagnoses` keeps the incidents of `coordinator_loop_min` or more losses): JoinGroup or
+  again and again (`diagnoses` keeps the members with `coordinator_loop_min` or more losses): JoinGroup or
   heartbeats answered NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE while the coordinator moves or cannot
   serve the group;
-- `sync-storm`: `sync_storm_min` or more failed rounds of JoinGroup/SyncGroup in a group, rebalance after
-  rebalance;
+- `sync-storm`: members whose JoinGroup/SyncGroup failed `sync_storm_min` or more rounds in a row (one
+  failure per member, as when a group's members restart one after the other, is no storm);
 - `assignment-store-failure`: the coordinator could not write the group's assignment (to __consumer_offsets:
   NOT_ENOUGH_REPLICAS when fewer replicas than min.insync.replicas are in sync), so every SyncGroup fails and
   the members rejoin: the coordinator's "Error ... when storing group assignment during SyncGroup", or the
@@ -27,7 +27,9 @@ were written (the member's own log, the coordinator's, the Streams client's):
 
 Every finding carries a `key` (the member, thread, client or group it is about): findings of one kind and
 key close in time are one incident (`diagnoses.deduplicate`). Expirations are keyed by group: members whose
-sessions expire together (a node or a network lost) are one incident naming them all.
+sessions expire together (a node or a network lost) are one incident naming them all. Repeated failures
+(storms, loops, store failures) are counted per member, so that each member failing once (a broker
+restarting) is no loop; `incident_folding` then gathers a group's members into one incident.
 """
 
 from __future__ import annotations
@@ -327,7 +329,11 @@ def coordinator_losses(incidents: DataFrame, min_seconds: float) -> DataFrame:
     """Members that lost their group coordinator, until they found it again (or the logs end)."""
     kind, reason = F.col("kind"), F.coalesce(F.col("reason"), F.lit(""))
     trouble = kind.isin("join-failed", "sync-failed") & reason.rlike(COORDINATOR_TROUBLE)
-    lost = incidents.where(((kind == "coordinator-lost") | trouble) & F.col("ts").isNotNull())
+    # One line per loss counts towards a loop: the client's "is unavailable or invalid" (it follows a failed
+    # JoinGroup, SyncGroup or heartbeat, which are lines of their own).
+    lost = incidents.where(((kind == "coordinator-lost") | trouble) & F.col("ts").isNotNull()).withColumn(
+        "one_per_loss", (kind == "coordinator-lost") & ~F.col("text").contains("is either not started")
+    )
     found = incidents.where(kind == "coordinator-found").select(
         F.col("member").alias("f_member"), F.col("ts").alias("f_ts"), cite().alias("f_cite")
     )
@@ -335,7 +341,7 @@ def coordinator_losses(incidents: DataFrame, min_seconds: float) -> DataFrame:
     last_seen = incidents.groupBy(F.col("group").alias("l_group")).agg(F.max("ts").alias("last_ts"))
     outages = (
         lost.join(found, later, "left")
-        .groupBy("file", "line", "group", "member", "ts", "reason")
+        .groupBy("file", "line", "group", "member", "ts", "reason", "one_per_loss")
         .agg(F.min(F.struct("f_ts", "f_cite")).alias("back"))
         .join(last_seen, F.col("group") == F.col("l_group"), "left")
     )
@@ -369,9 +375,9 @@ def coordinator_losses(incidents: DataFrame, min_seconds: float) -> DataFrame:
         evidence,
     ).unionByName(
         finding(
-            outages.where(short),
+            outages.where(short & F.col("one_per_loss")),
             "coordinator-loop",
-            F.col("group"),
+            member_key(F.col("member")),
             members,
             F.format_string(
                 "%s lost its group coordinator (%s)", F.col("member"), F.coalesce("reason", F.lit("?"))
@@ -400,7 +406,8 @@ def sync_failures(incidents: DataFrame) -> DataFrame:
         F.when(kind == "sync-failed", F.lit("SyncGroup failed: ")).otherwise(F.lit("rebalance failed: ")),
         F.coalesce(F.col("reason"), F.lit("no reason given")),
     )
-    return finding(failed, "sync-storm", F.col("group"), F.array(client_id(F.col("member"))), detail)
+    member = client_id(F.col("member"))
+    return finding(failed, "sync-storm", member_key(F.col("member")), F.array(member), detail)
 
 
 def assignment_store_failures(incidents: DataFrame) -> DataFrame:
@@ -415,7 +422,7 @@ def assignment_store_failures(incidents: DataFrame) -> DataFrame:
         F.concat(F.lit("SyncGroup failed: "), F.col("reason"))
     )
     return finding(
-        rows, "assignment-store-failure", F.col("group"), F.array_compact(F.array(client_id(who))), detail
+        rows, "assignment-store-failure", member_key(who), F.array_compact(F.array(client_id(who))), detail
     )
 
 

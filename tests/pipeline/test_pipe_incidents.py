@@ -12,7 +12,7 @@ from smoothscale.pipeline.incident_folding import Minimums, one_per_incident
 
 T0 = datetime(2026, 11, 26, 10, 0)
 WINDOW_S, MERGE_S = 600.0, 30.0
-LEAST = Minimums(sync_storm=5, coordinator_loop=3, assignment_store_failure=2, slack_s=60.0)
+LEAST = Minimums(sync_storm=3, coordinator_loop=3, assignment_store_failure=2, slack_s=60.0)
 
 
 def at(seconds: float) -> datetime:
@@ -87,7 +87,7 @@ def test_a_poll_timeout_folds_the_fencing_and_churn_of_its_member_only() -> None
 
 def test_repeated_failures_count_only_from_their_minimum() -> None:
     rows = [
-        finding("sync-storm", 0, ["w-1"], occurrences=4),
+        finding("sync-storm", 0, ["w-1"], occurrences=2),
         finding("coordinator-loop", 0, ["c-1"], occurrences=2),
         finding("assignment-store-failure", 0, ["c-1"], occurrences=1),
     ]
@@ -98,3 +98,12 @@ def test_many_members_expiring_at_once_are_one_sentence() -> None:
     members = [f"consumer-{n}" for n in range(15)]
     (row,) = one_per_incident([finding("heartbeat-expiration", 0, members, end_ts=at(0.5))], LEAST)
     assert row["detail"].startswith("15 members missed their heartbeats within 0.5 s (session timeout)")
+
+
+def test_each_member_failing_once_is_no_loop_but_members_looping_together_are_one_incident() -> None:
+    once = [finding("coordinator-loop", n, [f"c-{n}"]) for n in range(5)]  # a broker restarted
+    assert one_per_incident(once, LEAST) == []
+    looping = [finding("coordinator-loop", n, [f"c-{n}"], occurrences=4, end_ts=at(20)) for n in range(3)]
+    (row,) = one_per_incident(looping, LEAST)
+    assert row["members"] == ["c-0", "c-1", "c-2"] and row["occurrences"] == 12
+    assert row["detail"].startswith("12 lines in 20.0 s show members losing their group coordinator")

@@ -21,7 +21,7 @@ ORDERS = "orders-app-0b1c2d3e-1111-4a2b-8c3d-4e5f6a7b8c9d"
 REFUNDS = "refunds-app-7d8e9f0a-2222-4b3c-9d4e-5f6a7b8c9d0e"
 
 FRAUD = "fraud-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
-ORDERS_25 = "orders-6c5d4e3f-2a1b-4c0d-9e8f-7a6b5c4d3e2f"
+ORDERS_25 = "invoicing-6c5d4e3f-2a1b-4c0d-9e8f-7a6b5c4d3e2f"
 OLD_ORDERS_0 = "hN4xT0qWRkO2sA7bC9dE1f"  # the member of the replaced pod, holding group.instance.id orders-0
 EXPIRED = tuple(f"consumer-telemetry-{n}" for n in range(6, 21))
 STATIC_BLOCKED = ("static-member-blocked", datetime(2026, 8, 19, 5, 40, 0, 35000), ("orders-0", OLD_ORDERS_0))
@@ -76,7 +76,7 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
         (
             "commit-failed",
             datetime(2026, 6, 2, 14, 22, 2, 260000),
-            tuple(f"consumer-billing-{n}" for n in range(2, 7)),
+            tuple(f"consumer-payouts-{n}" for n in range(2, 7)),
         ),
     },
     "consumer-3.6-logback-time-only.log": {
