@@ -114,7 +114,7 @@ def run_job(url: str, tmp: Path, *args: str) -> str:
     """One job as its own driver on the cluster; its stderr (the session's sizing line)."""
     done = subprocess.run(
         [sys.executable, "-m", "smoothscale.pipeline", *args, "--master", url],
-        env=spark_env(tmp), capture_output=True, text=True, timeout=600, check=False,
+        env=spark_env(tmp), capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "wrote" in done.stdout

@@ -232,7 +232,12 @@ def test_every_log_is_read_whole(result: AnalyzeResult, run: Run) -> None:
 
 
 def test_each_incident_at_its_time_with_its_members(result: AnalyzeResult, run: Run) -> None:
-    diagnosed = result.tables["diagnoses"].where(f"group = '{run.group}'").collect()
+    # How many probing rebalances the warmups take depends on how fast they catch up here: not asserted.
+    diagnosed = (
+        result.tables["diagnoses"]
+        .where(f"group = '{run.group}' AND kind NOT IN ('regular-probing', 'endless-probing')")
+        .collect()
+    )
     found = sorted((step_of(run, d["ts"]), d["kind"], sorted(d["members"])) for d in diagnosed)
     first, joined, slow = (consumer(run, pod) for pod in ("shop-0", "shop-1", "shop-2"))
     replacement = consumer(run, "shop-0", 2)
