@@ -14,35 +14,10 @@ module, so it measures the protocol the operator runs.
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from collections.abc import Mapping, Set
 
-from pydantic import Field
-
-from smoothscale.assignor.models import ClientAssignment, ContractModel
-from smoothscale.assignor.ordering import natural_key, natural_sorted
-
-
-class Revocation(ContractModel):
-    """A task taken from `owner` in `generation`, not yet safe to start elsewhere."""
-
-    owner: str
-    generation: int = Field(ge=1)
-
-
-class Publication(ContractModel):
-    """One published generation: every pod's tasks, and the hand-overs still in flight."""
-
-    generation: int = Field(ge=0)
-    assignment: dict[str, ClientAssignment] = Field(default_factory=dict)
-    revoking: dict[str, Revocation] = Field(default_factory=dict)
-
-    def active_owner(self) -> dict[str, str]:
-        return {task: pod for pod, roles in self.assignment.items() for task in roles.active}
-
-
-EMPTY = Publication(generation=0)
+from smoothscale.contract.ordering import natural_key, natural_sorted
+from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 
 
 def _settled(revocation: Revocation, acked: Mapping[str, int], alive: Set[str]) -> bool:
@@ -167,18 +142,3 @@ def is_settled(published: Publication, desired: Mapping[str, ClientAssignment]) 
     return all(
         published.assignment.get(p, ClientAssignment()) == desired.get(p, ClientAssignment()) for p in pods
     )
-
-
-def encode_publication(publication: Publication) -> bytes:
-    """Compact bytes for the assignment ConfigMap: gzip'd JSON, about 4 bytes a task copy at 50,000 tasks,
-    so the largest apps stay far below Kubernetes' 1 MiB object limit."""
-    return gzip.compress(publication.model_dump_json(by_alias=True).encode(), mtime=0)
-
-
-def decode_publication(data: bytes) -> Publication:
-    """Inverse of `encode_publication`; raises ValueError on anything that is not a valid publication."""
-    try:
-        text = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as error:  # bad header, truncation, or a corrupt deflate stream
-        raise ValueError(f"assignment is not gzip data: {error}") from error
-    return Publication.model_validate_json(text)

@@ -42,9 +42,9 @@ import kubernetes
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import Client, ClientAssignment, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.models import Client, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import SampleApp, create_sample_topics

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from smoothscale.assignor.handover import EMPTY, Publication
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, kube_options, pod_metrics
+from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.operator.control.pods import PodInfo, leaving_since
 from smoothscale.operator.control.rates import owner_rates
 from smoothscale.operator.control.snapshot import (

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from smoothscale.assignor.handover import EMPTY, Publication
 from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.contract.configmap import CorruptAssignment
+from smoothscale.contract.publication import EMPTY, Publication
 
 from .appref import AppRef
 from .context import OperatorContext
@@ -61,7 +62,7 @@ from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
 from .podset import template_revision
-from .publish import AssignmentUnreadableError, Published, load_published, publish
+from .publish import Published, load_published, publish
 from .reporting import AppReporter
 from .resource import InvalidSpecError, MetricNames, Runtime, StreamsAppSpec, load_spec, planner_config
 from .resource.durations import parse_duration
@@ -212,7 +213,7 @@ class AppReconciler:
         try:
             self.published = await load_published(self.ctx.api, self.app)
             self.unreadable = None
-        except AssignmentUnreadableError as error:
+        except CorruptAssignment as error:
             self.published, self.unreadable = None, str(error)
         self.loaded_at = now
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment, Plan
+from smoothscale.assignor.models import Plan
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .appref import AppRef
 from .context import OperatorContext

@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment, Task
+from smoothscale.assignor.models import Task
 from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.control.scaling import PodSetPlan
 from smoothscale.simulation import invariants
 from smoothscale.simulation.events import FollowUp, Script

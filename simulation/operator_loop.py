@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Protocol
 
-from smoothscale.assignor.handover import EMPTY, Publication, is_settled
-from smoothscale.assignor.models import ClientAssignment, Plan, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.handover import is_settled
+from smoothscale.assignor.models import Plan, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
 from smoothscale.operator.control.names import ordinal_of
 from smoothscale.operator.control.planning import PlanningInput, decide_planning
 from smoothscale.operator.control.pods import PodInfo, leaving_since

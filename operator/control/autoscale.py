@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 
 from .pods import PodInfo
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from smoothscale.assignor.handover import Publication, next_publication
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.assignor.ordering import natural_sorted
+from smoothscale.assignor.handover import next_publication
+from smoothscale.contract.ordering import natural_sorted
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 
 def barrier_after_loss(

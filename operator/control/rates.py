@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 
 from .observed import PodMetrics, ScrapeResult
 

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smoothscale.assignor.models import BalanceBy, CatchUpTrigger, RackStrategy
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 from .base import SpecModel
 from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from op_testkit import Kubectl, actives, streamsapp, wait_for
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, ClientTarget, Plan, PlanStats
+from smoothscale.assignor.models import CatchUpTrigger, ClientTarget, Plan, PlanStats
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.control.probing import caught_up_moves
 from smoothscale.operator.control.rates import ProcessRates, owner_rates
 from smoothscale.operator.control.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights

@@ -20,8 +20,8 @@ from typing import Any
 
 import kubernetes
 
-from smoothscale.assignor.handover import EMPTY, Publication
-from smoothscale.client.contract import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from smoothscale.contract.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext

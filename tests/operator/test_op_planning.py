@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from smoothscale.assignor.handover import EMPTY, Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment
 from smoothscale.assignor.planner import plan
+from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication, Revocation
 from smoothscale.operator.control.probing import (
     PlanMemory,
     PlanTrigger,

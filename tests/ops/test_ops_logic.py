@@ -6,13 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from smoothscale.assignor.handover import Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment
 from smoothscale.cli.ops_drain import drain_refusal
 from smoothscale.cli.ops_explain import explain_lines, replan
 from smoothscale.cli.ops_scale import parse_to
 from smoothscale.cli.ops_status import pod_rows, render, summary
 from smoothscale.cli.ops_swap import swap_patch
+from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.operator.control.observed import PodMetrics
 from smoothscale.operator.control.pods import PodInfo
 from smoothscale.operator.resource import load_spec

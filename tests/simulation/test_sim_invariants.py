@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.control import publishing
 from smoothscale.simulation import STRATEGY_NAMES, InvariantViolation, simulate
 
