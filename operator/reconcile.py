@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,11 +40,11 @@ from .context import OperatorContext
 from .control import events as ev
 from .control import names
 from .control.autoscale import ScaleDownHold, recommended_replicas, staying_current
+from .control.handover import HandOverWait
 from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .control.planning import PlanningInput, decide_planning
 from .control.pods import PodInfo, pod_info
 from .control.probing import PlanMemory, fingerprint, holders, settled
-from .control.publishing import awaited_owners, handover_poll_delay, next_generation
 from .control.rates import ProcessRates, owner_rates
 from .control.scaling import PodSetInput, as_planned, plan_pod_set
 from .control.snapshot import build_snapshot, changelog_sizes, merge_end_offsets, observed_clients, task_ids
@@ -93,29 +93,6 @@ class _Round:
     """Pods holding tasks whose missing metrics held planning this round."""
 
 
-@dataclass
-class _HandOverWait:
-    """What `poll_handover` needs from the last round: the live pods, the generations they acknowledged
-    (updated by the polls), their metrics URLs; and when the last generation was published."""
-
-    alive: set[str] = field(default_factory=set)
-    acked: dict[str, int] = field(default_factory=dict)
-    urls: dict[str, str] = field(default_factory=dict)
-    names: MetricNames | None = None
-    status_generation: int = 0
-    max_warmups: int | None = None
-    """The spec's maxWarmupReplicas: no generation lists more warmups."""
-    published_at: datetime | None = None
-    polls: int = 0
-    """Pods polled since the last publication."""
-    kafka_rebalances: bool = False
-    """The pods run Kafka Streams (`spec.runtime`): Kafka's rebalance hands tasks over."""
-
-    def awaited(self, published: Publication) -> set[str]:
-        """The pods a pending hand-over waits on that can be polled (they have a metrics URL)."""
-        return awaited_owners(published, self.acked, self.alive) & set(self.urls)
-
-
 class AppReconciler:
     def __init__(self, app: AppRef, context: OperatorContext) -> None:
         self.app = app
@@ -138,7 +115,8 @@ class AppReconciler:
         self.started_at = context.clock()
         self.loaded_at = self.started_at
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
-        self.waits = _HandOverWait()
+        self.waits = HandOverWait()
+        self.metric_names: MetricNames | None = None
 
     @property
     def publication(self) -> Publication:
@@ -234,7 +212,7 @@ class AppReconciler:
             for p in pods
             if p.alive and not p.deleting and (url := metrics_url(p, spec.metrics)) is not None
         }
-        self.waits.urls, self.waits.names = urls, spec.metrics.names
+        self.waits, self.metric_names = replace(self.waits, urls=urls), spec.metrics.names
         return await self.ctx.scraper.scrape_all(urls, spec.metrics.names)
 
     def _note_scrape(self, state: _Round) -> None:
@@ -343,65 +321,55 @@ class AppReconciler:
     # -- hand-over -------------------------------------------------------------------------------------
 
     async def _hand_over(self, state: _Round) -> None:
-        waits = self.waits
-        waits.alive = {p.name for p in state.pods if p.alive}
-        waits.acked = {
-            pod: r.generation
-            for pod, r in state.results.items()
-            if isinstance(r, PodMetrics) and r.generation is not None
-        }
-        waits.status_generation = state.status_generation
-        if state.spec is not None:
-            waits.kafka_rebalances = state.spec.runtime is Runtime.KAFKA_STREAMS
-            waits.max_warmups = state.spec.assignment.max_warmup_replicas
-        if waits.published_at is None:
-            waits.published_at = state.now  # a hand-over found in the ConfigMap (a restart): polls start now
+        spec = state.spec
+        self.waits = replace(
+            self.waits,
+            alive=frozenset(p.name for p in state.pods if p.alive),
+            acked={
+                pod: r.generation
+                for pod, r in state.results.items()
+                if isinstance(r, PodMetrics) and r.generation is not None
+            },
+            status_generation=state.status_generation,
+            kafka_rebalances=self.waits.kafka_rebalances
+            if spec is None
+            else spec.runtime is Runtime.KAFKA_STREAMS,
+            max_warmups=self.waits.max_warmups if spec is None else spec.assignment.max_warmup_replicas,
+            # a hand-over found in the ConfigMap (a restart): polls start now
+            published_at=self.waits.published_at or state.now,
+        )
         await self._publish_next()
 
     def handover_poll_delay(self) -> float | None:
         """Seconds until `poll_handover` should run, or None while no hand-over waits on a pod it can ask."""
-        waits = self.waits
-        if waits.published_at is None or not waits.awaited(self.publication):
-            return None
-        waited = (self.ctx.clock() - waits.published_at).total_seconds()
         config = self.ctx.config
-        return handover_poll_delay(waited, config.handover_poll, config.scrape_interval)
+        return self.waits.poll_delay(
+            self.publication, self.ctx.clock(), config.handover_poll, config.scrape_interval
+        )
 
     async def poll_handover(self) -> None:
         """Between rounds: scrape the pods a pending hand-over waits on (and only those), and publish the next
         generation once one of them has acknowledged its revocation. Pods and the other pods' generations are
         the last round's: a pod gone since then is still waited for (safe), never taken for gone."""
-        waits = self.waits
-        awaited = waits.awaited(self.publication)
-        if not awaited or waits.names is None:
+        awaited = self.waits.awaited(self.publication)
+        if not awaited or self.metric_names is None:
             return
-        results = await self.ctx.scraper.scrape_all({pod: waits.urls[pod] for pod in awaited}, waits.names)
-        waits.polls += len(results)
+        urls = {pod: self.waits.urls[pod] for pod in awaited}
+        results = await self.ctx.scraper.scrape_all(urls, self.metric_names)
         self.ctx.metrics.handover_polls.labels(self.app.namespace, self.app.name).inc(len(results))
-        for pod, result in results.items():
-            if isinstance(result, PodMetrics) and result.generation is not None:
-                waits.acked[pod] = result.generation
-        acknowledged = awaited - waits.awaited(self.publication)
+        generations = {pod: r.generation if isinstance(r, PodMetrics) else None for pod, r in results.items()}
+        self.waits = self.waits.polled(generations, len(results))
+        acknowledged = awaited - self.waits.awaited(self.publication)
         if acknowledged:
-            self.report.journal("handover-poll", pods=sorted(acknowledged), polls=waits.polls)
+            self.report.journal("handover-poll", pods=sorted(acknowledged), polls=self.waits.polls)
             await self._publish_next()
 
     async def _publish_next(self) -> None:
         published = self.published
         if published is None:
             return
-        waits = self.waits
         desired = self.memory.desired if self.memory is not None else None
-        candidate = next_generation(
-            published.publication,
-            desired,
-            waits.acked,
-            waits.alive,
-            waits.status_generation,
-            ready=set(waits.acked),  # a pod that reports a generation follows the assignment
-            kafka_rebalances=waits.kafka_rebalances,
-            max_warmups=waits.max_warmups,
-        )
+        candidate = self.waits.next(published.publication, desired)
         if candidate is None:
             return
         try:
@@ -410,7 +378,7 @@ class AppReconciler:
             if error.conflict or error.not_found:
                 self.published = None  # someone else wrote or deleted it: read it again next round
             raise
-        waits.published_at, waits.polls = self.ctx.clock(), 0
+        self.waits = self.waits.after_publishing(self.ctx.clock())
         self.report.publication(published.publication, candidate, desired or {})
 
     # -- status ----------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Every decision is the real operator's (`smoothscale.operator.control`): which po
 take back and retire (`scaling.plan_pod_set`, from the spec the user set and the pods the cluster lists;
 `podset.py` carries the decisions out), whether to plan (`planning.decide_planning`: the probing trigger,
 caught-up copies, the follow-up probe), the planner's input (`snapshot.planner_input`: a task still being
-revoked counts as its old owner's active) and what to publish next (`publishing.next_generation`, the
+revoked counts as its old owner's active) and what to publish next (`handover.next_generation`, the
 two-phase hand-over). This module only turns what the simulated cluster shows into the core's inputs and
 remembers what a real operator would: its last plan and the publication. A restart (the drafts' leader
 crash) forgets the plan but keeps the publication, which lives in the assignment ConfigMap.
@@ -21,15 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Protocol
 
-from smoothscale.assignor.handover import is_settled
 from smoothscale.assignor.models import Plan, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
+from smoothscale.operator.control.handover import is_settled, next_generation
 from smoothscale.operator.control.names import ordinal_of
 from smoothscale.operator.control.planning import PlanningInput, decide_planning
 from smoothscale.operator.control.pods import PodInfo, leaving_since
 from smoothscale.operator.control.probing import PlanMemory, fingerprint, holders, settled
-from smoothscale.operator.control.publishing import next_generation
 from smoothscale.operator.control.scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
 from smoothscale.operator.control.snapshot import ClientObservation, planner_input
 from smoothscale.operator.resource import ScalingSpec, UpdateStrategy
