@@ -278,7 +278,7 @@ def drive_smoothscale(
     )
     operator.published = first  # the pods run it: plan from it, as the operator after a restart
     operator.adopt(plan(operator.snapshot(0, scrape, running)), first, scrape, running)
-    while not (operator.at_rest(scrape) and balanced(app.kafka_view(), 2 * partitions)):
+    while not (operator.at_rest(scrape, SPEC) and balanced(app.kafka_view(), 2 * partitions)):
         check_alive(app, started)
         now = time.monotonic() - started
         woken = operator.wake(now, scrape, SPEC, scrape=True)
