@@ -32,9 +32,10 @@ from smoothscale.contract.publication import EMPTY, Publication
 from .appref import AppRef
 from .context import OperatorContext
 from .control import names
+from .control import round as core_round
 from .control.observed import PodMetrics, ScrapeResult
 from .control.pods import PodInfo, pod_info
-from .control.round import Decisions, KafkaView, RoundConfig, initial_memory, step
+from .control.round import Decisions, KafkaView, RoundConfig, initial_memory
 from .control.round import Observation as Observed
 from .control.status import Problem, active_lag
 from .kafka.observer import KafkaObserver
@@ -90,7 +91,9 @@ class AppReconciler:
             finally:
                 durations.append(time.perf_counter() - started)
 
-        decisions, self.memory = await asyncio.to_thread(step, self.memory, observed, self.config, planner)
+        decisions, self.memory = await asyncio.to_thread(
+            core_round.step, self.memory, observed, self.config, planner
+        )
         self._report_decisions(observed, decisions, durations)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)

@@ -24,13 +24,13 @@ from typing import Protocol
 from smoothscale.assignor.models import Plan, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
+from smoothscale.operator.control import round as core_round
 from smoothscale.operator.control.autoscale import ScaleDownHold
 from smoothscale.operator.control.handover import is_settled, next_generation
 from smoothscale.operator.control.names import ordinal_of
 from smoothscale.operator.control.planning import PlanningInput, decide_planning
 from smoothscale.operator.control.pods import PodInfo, leaving_since
 from smoothscale.operator.control.probing import PlanMemory, fingerprint
-from smoothscale.operator.control.round import decide_pod_set
 from smoothscale.operator.control.scaling import PodSetPlan, as_planned
 from smoothscale.operator.control.snapshot import ClientObservation, planner_input
 from smoothscale.operator.resource import ScalingSpec, scaling_policy
@@ -251,7 +251,7 @@ class Operator:
             scaling_policy(self.scaling, spec.replicas),
             scale_down_timeout=self.config.scale_down_timeout_seconds,  # `Scenario.planner_config`'s
         )
-        decided, self.hold = decide_pod_set(
+        decided, self.hold = core_round.decide_pod_set(
             self.app,
             spec.replicas,
             spec.revision,

@@ -257,22 +257,7 @@ def step(
     planned = None
     decision = PlanningDecision()
     if seen.published is not None and spec is not None:
-        policy = scaling_policy(
-            spec.scaling,
-            spec.replicas,
-            delete_claims=spec.storage is not None and spec.storage.delete_on_scale_down,
-        )
-        pod_set, hold = decide_pod_set(
-            seen.app,
-            spec.replicas,
-            seen.revision,
-            policy,
-            pods,
-            published,
-            memory.plan,
-            memory.hold,
-            seen.now,
-        )
+        pod_set, hold = _pod_set(spec, seen, published, memory)
         memory = replace(memory, hold=hold)
         if not pod_set.empty:
             events += ev.pod_set_events(pod_set, seen.app)
@@ -303,6 +288,40 @@ def step(
         status=status,
     )
     return decisions, memory
+
+
+def _pod_set(
+    spec: StreamsAppSpec, seen: Observation, published: Publication, memory: RoundMemory
+) -> tuple[PodSetPlan, ScaleDownHold]:
+    policy = scaling_policy(
+        spec.scaling,
+        spec.replicas,
+        delete_claims=spec.storage is not None and spec.storage.delete_on_scale_down,
+    )
+    return decide_pod_set(
+        seen.app,
+        spec.replicas,
+        seen.revision,
+        policy,
+        seen.pods,
+        published,
+        memory.plan,
+        memory.hold,
+        seen.now,
+    )
+
+
+def explain_snapshot(spec: StreamsAppSpec, seen: Observation) -> Snapshot:
+    """The planner's input the operator would plan with on `seen` in its first round (its averaged rates and
+    changelog lengths then start from this round's reports): the pod set's decisions count (a pod it marks
+    leaving is leaving), only ready pods or pods holding tasks take part, with their uids, Kafka's racks
+    and changelog ends. `smoothscale explain` plans on it; `step` builds its snapshot the same way."""
+    published = seen.published if seen.published is not None else EMPTY
+    memory = observe_scrape(initial_memory(seen.now), seen, published)
+    pod_set, _ = _pod_set(spec, seen, published, memory)
+    pods = as_planned(seen.pods, pod_set, seen.now)
+    clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    return planner_snapshot(spec, seen.now, clients, published, memory, seen.kafka)
 
 
 def _lost(memory: RoundMemory, pods: Sequence[PodInfo]) -> tuple[RoundMemory, set[str]]:
