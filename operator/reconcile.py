@@ -18,6 +18,7 @@ a moved task starts on its new pod a poll interval after its old pod stopped it,
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +36,7 @@ from .control import names
 from .control import round as core_round
 from .control.observed import PodMetrics, ScrapeResult
 from .control.pods import PodInfo, pod_info
-from .control.round import Decisions, KafkaView, RoundConfig, initial_memory
+from .control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
 from .control.round import Observation as Observed
 from .control.status import Problem, active_lag
 from .kafka.observer import KafkaObserver
@@ -56,6 +57,28 @@ class Observation:
     zones: Mapping[str, str]
 
 
+class _PlanWanted(Exception):
+    """The step wants a plan of `snapshot` (raised by `_defer`, the planner of a step run on the loop)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__("a plan is wanted")
+        self.snapshot = snapshot
+
+
+def _defer(snapshot: Snapshot) -> Plan:
+    raise _PlanWanted(snapshot)
+
+
+@dataclass(frozen=True)
+class _SpecRead:
+    """The object's spec as last read, and what it parsed to."""
+
+    raw: Mapping[str, Any]
+    spec: StreamsAppSpec | None
+    problems: tuple[str, ...] | None
+    revision: str
+
+
 class AppReconciler:
     def __init__(self, app: AppRef, context: OperatorContext) -> None:
         self.app = app
@@ -72,6 +95,7 @@ class AppReconciler:
         self.loaded_at = self.memory.started_at
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.metric_names: MetricNames | None = None
+        self._spec_read: _SpecRead | None = None
 
     @property
     def publication(self) -> Publication:
@@ -82,23 +106,26 @@ class AppReconciler:
 
     async def reconcile(self, seen: Observation) -> None:
         observed = await self._observe(seen)
-        durations: list[float] = []
-
-        def planner(snapshot: Snapshot) -> Plan:
-            started = time.perf_counter()
-            try:
-                return make_plan(snapshot)
-            finally:
-                durations.append(time.perf_counter() - started)
-
-        decisions, self.memory = await asyncio.to_thread(
-            core_round.step, self.memory, observed, self.config, planner
-        )
-        self._report_decisions(observed, decisions, durations)
+        decisions, self.memory, duration = await self._step(observed)
+        self._report_decisions(observed, decisions, duration)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
         if decisions.status is not None:
             await self.report.write_status(decisions.status, observed.now)
+
+    async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, float]:
+        """The core's step, on the event loop; when it wants a plan, the planner runs in a thread (planning
+        is CPU work: the loop goes on serving the other apps) and the step runs again with that plan. The
+        step is pure, so running it twice on the same inputs decides the same."""
+        try:
+            decisions, memory = core_round.step(self.memory, observed, self.config, _defer)
+            return decisions, memory, 0.0
+        except _PlanWanted as wanted:
+            started = time.perf_counter()
+            plan = await asyncio.to_thread(make_plan, wanted.snapshot)
+            duration = time.perf_counter() - started
+        decisions, memory = core_round.step(self.memory, observed, self.config, lambda _: plan)
+        return decisions, memory, duration
 
     def failed(self) -> None:
         self.report.failed()
@@ -115,11 +142,7 @@ class AppReconciler:
 
     async def _observe(self, seen: Observation) -> Observed:
         now = self.ctx.clock()
-        try:
-            spec: StreamsAppSpec | None = load_spec(seen.body.get("spec") or {})
-            problems: tuple[str, ...] | None = None
-        except InvalidSpecError as error:
-            spec, problems = None, tuple(error.problems)
+        spec, problems, revision = self._read_spec(seen.body.get("spec") or {})
         pods = await self._list_pods()
         if self.published is None or now - self.loaded_at >= self.recheck:
             await self._load(now)
@@ -142,7 +165,7 @@ class AppReconciler:
             results=results,
             published=self.published.publication if self.published is not None else None,
             unreadable=self.unreadable,
-            revision=template_revision(spec) if spec is not None else "",
+            revision=revision,
             kafka=KafkaView(
                 racks=facts.racks,
                 changelog_offsets=facts.changelog_offsets,
@@ -152,6 +175,21 @@ class AppReconciler:
                 status=facts.status,
             ),
         )
+
+    def _read_spec(self, raw: Mapping[str, Any]) -> tuple[StreamsAppSpec | None, tuple[str, ...] | None, str]:
+        """The spec (None when invalid), its problems, its template's revision; parsed again only when the
+        object's spec changed (every round validating an unchanged spec was a tenth of a steady round)."""
+        cached = self._spec_read
+        if cached is not None and cached.raw == raw:
+            return cached.spec, cached.problems, cached.revision
+        try:
+            spec: StreamsAppSpec | None = load_spec(raw)
+            problems: tuple[str, ...] | None = None
+        except InvalidSpecError as error:
+            spec, problems = None, tuple(error.problems)
+        revision = template_revision(spec) if spec is not None else ""
+        self._spec_read = _SpecRead(copy.deepcopy(raw), spec, problems, revision)
+        return spec, problems, revision
 
     async def _list_pods(self) -> list[PodInfo]:
         """The app's pods, read from the API server every round, never from a cache.
@@ -189,7 +227,7 @@ class AppReconciler:
 
     # -- act and report --------------------------------------------------------------------------------
 
-    def _report_decisions(self, observed: Observed, decisions: Decisions, durations: Sequence[float]) -> None:
+    def _report_decisions(self, observed: Observed, decisions: Decisions, duration: float) -> None:
         """Events and journal records, before acting: they say what the round decided, whatever happens."""
         self.report.post(decisions.events)
         for kind, fields in decisions.journal:
@@ -203,7 +241,6 @@ class AppReconciler:
         self.report.scrape(published, observed.results, decisions.failures, lag)
         planned = decisions.planned
         if planned is not None:
-            duration = durations[0] if durations else 0.0
             self.report.plan(planned.trigger, planned.plan, duration, planned.clients, planned.tasks)
 
     async def _act(self, observed: Observed, decisions: Decisions) -> None:
