@@ -74,6 +74,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final RebalanceTrigger trigger = new RebalanceTrigger();
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final AssignorMetrics assignorMetrics = new AssignorMetrics(registry);
+    private final PlanPatience planPatience = new PlanPatience();
     private KubernetesClient kubernetes;
     private PublicationWatch watch;
     private boolean closed;
@@ -261,6 +262,11 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     public AssignorMetrics assignorMetrics() {
         return assignorMetrics;
+    }
+
+    /** How long the leader has waited for the operator to plan for idle members (kept across rebalances). */
+    PlanPatience planPatience() {
+        return planPatience;
     }
 
     public PrometheusRegistry registry() {
