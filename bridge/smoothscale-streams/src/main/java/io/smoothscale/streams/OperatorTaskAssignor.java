@@ -88,6 +88,7 @@ public class OperatorTaskAssignor implements TaskAssignor {
         if (bridge == null) {
             return fallBack(state, Map.of(), problem(FallbackReason.NO_PUBLICATION, "the bridge is not configured"));
         }
+        bridge.topologyReport().learn(state.allTasks());
         LatestPublication.Reading reading = bridge.publications().reading();
         Optional<Publication> publication = reading.publication();
         if (publication.isEmpty()) {

@@ -75,6 +75,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final AssignorMetrics assignorMetrics = new AssignorMetrics(registry);
     private final PlanPatience planPatience = new PlanPatience();
+    private final TopologyReport topologyReport = new TopologyReport(registry);
     private KubernetesClient kubernetes;
     private PublicationWatch watch;
     private boolean closed;
@@ -262,6 +263,11 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     public AssignorMetrics assignorMetrics() {
         return assignorMetrics;
+    }
+
+    /** The topology this pod saw when it last led a rebalance, served on its metrics endpoint. */
+    public TopologyReport topologyReport() {
+        return topologyReport;
     }
 
     /** How long the leader has waited for the operator to plan for idle members (kept across rebalances). */
