@@ -44,6 +44,7 @@ from ..resource import (
     scaling_policy,
 )
 from . import events as ev
+from .appreport import AppReport, observe_app_report, report_problems
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
 from .handover import HandOverWait
 from .observed import PodMetrics, ScrapeFailure, ScrapeResult
@@ -132,6 +133,8 @@ class RoundMemory:
     rates: ProcessRates = field(default_factory=ProcessRates)
     hold: ScaleDownHold = field(default_factory=ScaleDownHold)
     failing: frozenset[str] = frozenset()
+    app_report: AppReport = field(default_factory=AppReport)
+    """What the pods' bridge reported: assignor fallbacks, the topology it learned."""
     known_pods: frozenset[str] = frozenset()
     deleted_by_us: frozenset[str] = frozenset()
     waits: HandOverWait = field(default_factory=HandOverWait)
@@ -252,6 +255,9 @@ def step(
     failures = _failures(seen, published)
     events += ev.scrape_events(memory.failing, failures, seen.results)
     memory = observe_scrape(replace(memory, failing=frozenset(failures)), seen, published)
+    app_report, reported = observe_app_report(memory.app_report, seen.results, working, seen.now)
+    events += reported
+    memory = replace(memory, app_report=app_report)
     pods: Sequence[PodInfo] = seen.pods
     pod_set = None
     planned = None
@@ -417,6 +423,7 @@ def _status(
 ) -> StreamsAppStatus:
     lag_total, lag_max = active_lag(published, seen.results)
     tasks = len(task_ids(spec)) if spec is not None else 0
+    fallback, topology, topology_mismatch = report_problems(memory.app_report, seen.now)
     return build_status(
         StatusInput(
             app=seen.app,
@@ -436,6 +443,9 @@ def _status(
             degraded=degraded(held_for=held_for, unreadable=seen.unreadable, failures=failures),
             invalid_spec=Problem("SpecInvalid", "; ".join(seen.problems)) if seen.problems else None,
             kafka=_kafka_outcome(spec, seen.kafka),
+            fallback=fallback,
+            topology=topology,
+            topology_mismatch=topology_mismatch,
             previous=seen.previous_status,
             now=seen.now,
         )
