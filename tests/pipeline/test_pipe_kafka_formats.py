@@ -149,7 +149,7 @@ def test_one_incident_seen_twice_is_one_diagnosis(diagnosed: list[dict[str, Any]
     are one expiration; the client's poll-timeout WARN and its LeaveGroup line are one poll timeout."""
     (expired,) = [d for d in diagnosed if d["kind"] == "heartbeat-expiration" and d["group"] == "payments"]
     assert expired["evidence"] == ["broker-2.8-zookeeper.log:5", "broker-2.8-zookeeper.log:6"]
-    (poll,) = [d for d in diagnosed if d["kind"] == "poll-timeout"]
+    (poll,) = [d for d in diagnosed if d["kind"] == "poll-timeout" and d["group"] == "billing"]
     assert poll["occurrences"] == 2
     (storm,) = [d for d in diagnosed if d["kind"] == "sync-storm" and d["group"] == "connect-cluster"]
     assert storm["detail"].startswith("6 rebalance rounds failed in 15.0 s")
