@@ -40,6 +40,7 @@ from .control import events as ev
 from .control import names
 from .control.appreport import AppReport, observe_app_report, report_problems
 from .control.autoscale import ScaleDownHold, recommended_replicas, staying_current
+from .control.learnedtopology import with_reported_topology
 from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .control.planning import PlanningInput, decide_planning
 from .control.pods import PodInfo, pod_info
@@ -164,7 +165,9 @@ class AppReconciler:
         if self.published is not None:
             if spec is not None:
                 state.pods = await self._apply_pod_set(spec, state)
-                await self._maybe_plan(spec, seen, state)
+                planned = with_reported_topology(spec, self.app_report.topology)  # None: tasks unknown yet
+                if planned is not None:
+                    await self._maybe_plan(planned, seen, state)
             if working_spec is not None:
                 await self._hand_over(state)
         await self._write_status(seen, state)
@@ -421,7 +424,9 @@ class AppReconciler:
     # -- status ----------------------------------------------------------------------------------------
 
     async def _write_status(self, seen: Observation, state: _Round) -> None:
-        spec = state.spec or self.last_good
+        written = state.spec or self.last_good
+        spec = with_reported_topology(written, self.app_report.topology) if written is not None else None
+        spec = spec or written
         published = self.publication
         lag_total, lag_max = active_lag(published, state.results)
         self.report.gauges(published, state.pods)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from ..resource import TopologySpec
+from ..resource import StreamsAppSpec, SubtopologySpec, TopologySpec
 from .observed import LearnedSubtopology, PodMetrics, ScrapeResult
 
 
@@ -53,3 +53,24 @@ def topology_differences(spec: TopologySpec, learned: Sequence[LearnedSubtopolog
                 f"{'stateful' if mine.stateful else 'stateless'} in spec.topology"
             )
     return differences
+
+
+def with_reported_topology(
+    spec: StreamsAppSpec, learned: Sequence[LearnedSubtopology] | None
+) -> StreamsAppSpec | None:
+    """The spec to plan with: as written when it lists a topology; else (a KafkaStreams app that leaves it
+    to the app) with the reported one; None while the app has reported none: no plan can name its tasks."""
+    if spec.topology.subtopologies:
+        return spec
+    if not learned:
+        return None
+    subtopologies = [
+        SubtopologySpec(
+            name=sub.name,
+            partitions=sub.partitions,
+            stateful=sub.stateful,
+            input_topics=list(sub.input_topics),
+        )
+        for sub in learned
+    ]
+    return spec.model_copy(update={"topology": TopologySpec(subtopologies=subtopologies)})
