@@ -47,7 +47,13 @@ def topology_differences(spec: TopologySpec, learned: Sequence[LearnedSubtopolog
                 f"subtopology {name} has {theirs.partitions} partitions in the app, "
                 f"{mine.partitions} in spec.topology"
             )
-        if mine.stateful != theirs.stateful:
+        if mine.stateful and theirs.stateful and not theirs.changelog_topics:
+            differences.append(
+                f"subtopology {name}'s stores have logging disabled in the app (no changelog topic): Kafka "
+                "gives its tasks no standby and no warmup can restore them; set stateful: false for it in "
+                "spec.topology, or enable logging on its stores"
+            )
+        elif mine.stateful != theirs.stateful:
             differences.append(
                 f"subtopology {name} is {'stateful' if theirs.stateful else 'stateless'} in the app, "
                 f"{'stateful' if mine.stateful else 'stateless'} in spec.topology"
@@ -68,7 +74,7 @@ def with_reported_topology(
         SubtopologySpec(
             name=sub.name,
             partitions=sub.partitions,
-            stateful=sub.stateful,
+            stateful=bool(sub.changelog_topics),  # state without a changelog cannot be warmed up elsewhere
             input_topics=list(sub.input_topics),
         )
         for sub in learned

@@ -158,3 +158,18 @@ def test_a_client_library_app_still_needs_its_topology() -> None:
         p.startswith("spec.topology.subtopologies: required for runtime ClientLibrary")
         for p in raised.value.problems
     )
+
+
+def test_a_store_with_logging_disabled_gets_no_standbys_and_a_written_stateful_subtopology_is_named() -> None:
+    no_changelog = (LearnedSubtopology("0", 2, True, ("orders",), ()),)
+    template = {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}}
+    unwritten = load_spec({"runtime": "KafkaStreams", "template": template})
+    planned = with_reported_topology(unwritten, no_changelog)
+    assert planned is not None and not planned.topology.subtopologies[0].stateful, (
+        "no standby or warmup planned"
+    )
+
+    written = spec({"name": "0", "partitions": 2, "inputTopics": ["orders"]})
+    results: dict[str, ScrapeResult] = {"orders-0": PodMetrics(topology=no_changelog)}
+    _, events = observe_app_report(AppReport(), results, written, NOW)
+    assert "subtopology 0's stores have logging disabled in the app" in events[0].message
