@@ -10,7 +10,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 from .harness import Sandbox
 from .kafka_streams import SampleApp

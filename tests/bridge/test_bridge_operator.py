@@ -20,8 +20,9 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.client import contract, from_configmap
+from smoothscale.client import from_configmap
+from smoothscale.contract import names as contract
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.background import running
