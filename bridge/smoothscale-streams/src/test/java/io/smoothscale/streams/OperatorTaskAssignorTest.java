@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
 class OperatorTaskAssignorTest {
     private static final String LONG_POD = "orders-enrichment-with-a-very-long-statefulset-name-1234567-0";
 
-    private final SmoothscaleBridge bridge = new SmoothscaleBridge("orders-0", "ns", "orders-assignment",
-        "127.0.0.1", 0, null);
+    private final SmoothscaleBridge bridge = new SmoothscaleBridge(new BridgeSettings("orders-0", "ns",
+        "orders-assignment", "127.0.0.1", 0, java.util.Optional.empty()));
 
     /** Subtopology 0 stateful (4 tasks), subtopology 1 stateless (2 tasks). */
     private static Group group() {
