@@ -34,7 +34,7 @@ public final class ContractMetrics {
     private Map<String, TaskStates.TaskState> snapshot = Map.of();
     private long snapshotAtNanos;
 
-    public ContractMetrics(KafkaStreams streams, TaskStates taskStates, LongSupplier runningGeneration,
+    ContractMetrics(KafkaStreams streams, TaskStates taskStates, LongSupplier runningGeneration,
                            PrometheusRegistry registry) {
         this.streams = streams;
         this.taskStates = taskStates;

@@ -48,7 +48,9 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private PublicationFollower follower;
     private HTTPServer server;
 
+    /** A bridge with these settings; fails when the Kafka Streams on the classpath is older than 3.8. */
     public SmoothscaleBridge(BridgeSettings settings) {
+        KafkaStreamsVersion.requireSupported();
         this.settings = Objects.requireNonNull(settings, "settings");
     }
 
@@ -187,10 +189,6 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     public AssignorMetrics assignorMetrics() {
         return assignorMetrics;
-    }
-
-    public PrometheusRegistry registry() {
-        return registry;
     }
 
     public BridgeSettings settings() {
