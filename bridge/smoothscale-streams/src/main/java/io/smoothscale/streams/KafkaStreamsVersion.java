@@ -1,6 +1,9 @@
 package io.smoothscale.streams;
 
-import org.apache.kafka.common.utils.AppInfoParser;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Properties;
+import org.apache.kafka.streams.KafkaStreams;
 
 /**
  * The oldest Kafka Streams the bridge runs with, checked when the bridge is built: before 3.8 Kafka Streams has
@@ -15,7 +18,21 @@ final class KafkaStreamsVersion {
 
     /** Fail unless the Kafka on the classpath is 3.8 or later. */
     static void requireSupported() {
-        requireSupported(AppInfoParser.getVersion());
+        requireSupported(onClasspath());
+    }
+
+    /** The version Kafka's client jar records in {@code kafka/kafka-version.properties} (read there rather than
+     * through {@code AppInfoParser}, which moved to an internal package in 4.4); "unknown" without it. */
+    static String onClasspath() {
+        try (InputStream in = KafkaStreams.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            Properties properties = new Properties();
+            if (in != null) {
+                properties.load(in);
+            }
+            return properties.getProperty("version", "unknown").strip();
+        } catch (IOException error) {
+            return "unknown";
+        }
     }
 
     static void requireSupported(String version) {
@@ -26,7 +43,7 @@ final class KafkaStreamsVersion {
             major = Integer.parseInt(parts[0]);
             minor = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
         } catch (NumberFormatException error) {
-            return;  // a build of Kafka's own with no release number: nothing to judge by
+            return;  // no release number (a build of Kafka of its own, or no version file): nothing to judge by
         }
         if (major < MIN_MAJOR || major == MIN_MAJOR && minor < MIN_MINOR) {
             throw new IllegalStateException("Kafka Streams " + version + " is on the classpath, but smoothscale-streams"

@@ -13,6 +13,7 @@ class KafkaStreamsVersionTest {
             assertDoesNotThrow(() -> KafkaStreamsVersion.requireSupported(version), version);
         }
         assertDoesNotThrow(() -> KafkaStreamsVersion.requireSupported(), "the Kafka this is built with");
+        assertTrue(KafkaStreamsVersion.onClasspath().matches("[34]\\.[0-9]+\\..*"), KafkaStreamsVersion.onClasspath());
     }
 
     @Test
