@@ -38,6 +38,7 @@ from .appref import AppRef
 from .context import OperatorContext
 from .control import events as ev
 from .control import names
+from .control.appreport import AppReport, observe_app_report, report_problems
 from .control.autoscale import ScaleDownHold, recommended_replicas, staying_current
 from .control.observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .control.planning import PlanningInput, decide_planning
@@ -132,6 +133,7 @@ class AppReconciler:
         self.planned_racks: dict[str, list[list[str]]] = {}
         self.scale_down_hold = ScaleDownHold()
         self.failing: set[str] = set()
+        self.app_report = AppReport()
         self.known_pods: set[str] = set()
         self.deleted_by_us: set[str] = set()
         self.started_at = context.clock()
@@ -249,6 +251,10 @@ class AppReconciler:
         }
         self.report.post(ev.scrape_events(self.failing, state.failures, state.results))
         self.failing = set(state.failures)
+        self.app_report, reported = observe_app_report(
+            self.app_report, state.results, state.spec or self.last_good, state.now
+        )
+        self.report.post(reported)
         # Journaled now, under the generation the lags were scraped for: once this round has published the
         # next one, the warmups that just caught up (and moved) would be missing from the record.
         self.report.scrape(
@@ -420,6 +426,7 @@ class AppReconciler:
         lag_total, lag_max = active_lag(published, state.results)
         self.report.gauges(published, state.pods)
         timeout = planner_config(spec).scale_down_timeout_seconds if spec is not None else None
+        fallback, topology, topology_mismatch = report_problems(self.app_report, state.now)
         status = build_status(
             StatusInput(
                 app=self.app.name,
@@ -441,6 +448,9 @@ class AppReconciler:
                 ),
                 invalid_spec=Problem("SpecInvalid", "; ".join(state.problems)) if state.problems else None,
                 kafka=self._kafka_outcome(spec),
+                fallback=fallback,
+                topology=topology,
+                topology_mismatch=topology_mismatch,
                 previous=self.report.previous_status(seen.body),
                 now=state.now,
             )

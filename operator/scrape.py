@@ -19,7 +19,9 @@ from collections.abc import Mapping
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from .control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
+from smoothscale.client import contract
+
+from .control.observed import FailureReason, LearnedSubtopology, PodMetrics, ScrapeFailure, ScrapeResult
 from .control.pods import PodInfo
 from .resource import MetricNames, MetricsSpec
 
@@ -51,12 +53,21 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
     ends: dict[str, int] = {}
     rates: dict[str, float] = {}
     generation: int | None = None
+    fallbacks: dict[str, int] = {}
+    topology: list[LearnedSubtopology] = []
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name == names.assignment_generation:
                     value = _count(sample.value, sample.name)
                     generation = value if generation is None else max(generation, value)
+                    continue
+                reason = sample.labels.get("reason")
+                if sample.name == contract.ASSIGNOR_FALLBACKS_METRIC and reason:
+                    fallbacks[reason] = fallbacks.get(reason, 0) + _count(sample.value, sample.name)
+                    continue
+                if sample.name == contract.TOPOLOGY_PARTITIONS_METRIC:
+                    topology.append(_subtopology(sample.labels, _count(sample.value, sample.name)))
                     continue
                 task = sample.labels.get(_TASK_LABEL)
                 if sample.name == names.task_process_rate and task:
@@ -75,7 +86,32 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
         raise
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise InvalidMetricsError(f"not a Prometheus text exposition: {error}") from error
-    return PodMetrics(lags=lags, end_offsets=ends, generation=generation, process_rates=rates)
+    return PodMetrics(
+        lags=lags,
+        end_offsets=ends,
+        generation=generation,
+        process_rates=rates,
+        fallbacks=fallbacks,
+        topology=tuple(sorted(topology, key=lambda sub: sub.name)),
+    )
+
+
+def _subtopology(labels: Mapping[str, str], partitions: int) -> LearnedSubtopology:
+    """One sample of the bridge's topology report; raises InvalidMetricsError without a subtopology."""
+    name = labels.get("subtopology")
+    if not name:
+        raise InvalidMetricsError(f"{contract.TOPOLOGY_PARTITIONS_METRIC} without a subtopology label")
+
+    def topics(label: str) -> tuple[str, ...]:
+        return tuple(sorted(t for t in labels.get(label, "").split(",") if t))
+
+    return LearnedSubtopology(
+        name=name,
+        partitions=partitions,
+        stateful=labels.get("stateful") == "true",
+        input_topics=topics("input_topics"),
+        changelog_topics=topics("changelog_topics"),
+    )
 
 
 def _non_negative(value: float, name: str) -> float:

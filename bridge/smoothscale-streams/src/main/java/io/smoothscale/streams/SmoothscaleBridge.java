@@ -43,6 +43,8 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final RebalanceTrigger trigger = new RebalanceTrigger();
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final AssignorMetrics assignorMetrics = new AssignorMetrics(registry);
+    private final PlanPatience planPatience = new PlanPatience();
+    private final TopologyReport topologyReport = new TopologyReport(registry);
     private PublicationWatch watch;
     private boolean closed;
     private PublicationFollower follower;
@@ -193,6 +195,20 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     public BridgeSettings settings() {
         return settings;
+    }
+
+    /** The topology this pod saw when it last led a rebalance, served on its metrics endpoint. */
+    public TopologyReport topologyReport() {
+        return topologyReport;
+    }
+
+    /** How long the leader has waited for the operator to plan for idle members (kept across rebalances). */
+    PlanPatience planPatience() {
+        return planPatience;
+    }
+
+    PrometheusRegistry registry() {
+        return registry;
     }
 
     public String pod() {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor;
@@ -19,6 +20,11 @@ class SmoothscaleBridgeTest {
 
     private static SmoothscaleBridge bridge() {
         return new SmoothscaleBridge(BridgeSettings.of(Map.of(), POD_ENV));
+    }
+
+    /** A bridge for pod {@code pod} of app {@code orders} in namespace {@code ns}, metrics on any free port. */
+    static SmoothscaleBridge bridgeOf(String pod) {
+        return new SmoothscaleBridge(new BridgeSettings(pod, "ns", "orders-assignment", "127.0.0.1", 0, Optional.empty()));
     }
 
     @Test
