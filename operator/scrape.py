@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 from .control.observed import FailureReason, LearnedSubtopology, PodMetrics, ScrapeFailure, ScrapeResult
 from .control.pods import PodInfo
