@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 from smoothscale.operator.resource import Runtime
 from smoothscale.operator.resource.spec import StreamsAppSpec
 
