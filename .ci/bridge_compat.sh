@@ -10,6 +10,7 @@ if [[ "${SMOOTHSCALE_MAVEN_OFFLINE:-0}" == 1 ]]; then offline=(-o); fi
 for version in 3.8 3.9 4.0 4.1 4.2 4.4; do
   mvn -B -ntp -q "${offline[@]}" -P "kafka-${version}" -pl smoothscale-streams test
   reports="smoothscale-streams/target/compat-kafka-${version}/surefire-reports"
-  tests=$(grep -ho 'tests="[0-9]*"' "$reports"/TEST-*.xml | tr -dc '0-9\n' | paste -sd+ | bc)
+  tests=0
+  for count in $(grep -ho 'tests="[0-9]*"' "$reports"/TEST-*.xml | tr -dc '0-9\n'); do tests=$((tests + count)); done
   echo "Kafka Streams ${version}: ${tests} passed, 0 failed"
 done
