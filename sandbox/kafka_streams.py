@@ -8,6 +8,7 @@ the operator writes them; Kafka's own view of the group read with the admin API.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -24,16 +25,18 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
 from smoothscale.operator.resource import Runtime
 
+from .kafka import jars
 from .podruntime import Launch
 from .processruntime import Command, CommandBuilder, pod_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
+BROKER_ASSIGNOR_JAR = ROOT / "bridge/broker-assignor/target/smoothscale-broker-assignor.jar"
 QUIET = {"log_level": 0}
 JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
 
@@ -41,11 +44,21 @@ JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
 def sample_jar() -> Path:
     """The sample app's runnable jar, built on first use with `.ci/bridge.sh` (Maven, the bridge's JUnit tests
     included), so that the README's test command needs no separate build step."""
-    if not SAMPLE_JAR.is_file():
+    return _bridge_jar(SAMPLE_JAR)
+
+
+def broker_assignor_jar() -> Path:
+    """The jar of smoothscale's broker-side streams assignor (`bridge/broker-assignor`), built like
+    `sample_jar`: what a sandbox broker puts on its class path (`KafkaCluster(streams_assignor=...)`)."""
+    return _bridge_jar(BROKER_ASSIGNOR_JAR)
+
+
+def _bridge_jar(jar: Path) -> Path:
+    if not jar.is_file():
         subprocess.run(["bash", str(ROOT / ".ci/bridge.sh")], check=True, stdin=subprocess.DEVNULL)
-    if not SAMPLE_JAR.is_file():
-        raise FileNotFoundError(f"{SAMPLE_JAR} is missing after `bash .ci/bridge.sh`")
-    return SAMPLE_JAR
+    if not jar.is_file():
+        raise FileNotFoundError(f"{jar} is missing after `bash .ci/bridge.sh`")
+    return jar
 
 
 def free_port() -> int:
@@ -227,6 +240,29 @@ def by_runtime(client_library: CommandBuilder, kafka_streams: CommandBuilder) ->
         return client_library(launch)
 
     return command
+
+
+def describe_streams_group(bootstrap: str, group: str, timeout: float = 60) -> dict[str, Any] | None:
+    """Kafka's own view of a streams group (KIP-1071): `Admin.describeStreamsGroups`, which no Python client
+    has, through the plugin jar's `GroupView` tool run with the broker's jars. Members carry `pod`,
+    `assignment` and `targetAssignment` (`active`, `standby`, `warmup` task ids), `taskOffsets`, ...;
+    None while the group does not exist."""
+    classpath = f"{jars.classpath(jars.install())}{os.pathsep}{broker_assignor_jar()}"
+    command = [*JAVA[:-1], "-XX:TieredStopAtLevel=1", "-cp", classpath, "io.smoothscale.broker.GroupView"]
+    result = subprocess.run(
+        [*command, bootstrap, group],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"describing streams group {group} failed ({result.returncode}): {result.stderr[-2000:]}"
+        )
+    view: dict[str, Any] | None = json.loads(result.stdout.strip().splitlines()[-1])[group]
+    return view
 
 
 def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:

@@ -20,7 +20,12 @@ from smoothscale.sandbox.kafka_streams import sample_jar
 
 KAFKA_LOGS_ENV = "SMOOTHSCALE_KAFKA_LOGS"
 ROOT = Path(__file__).resolve().parents[1]
-JAR_USERS = {"test_bridge_kafka.py", "test_realkube_bridge.py", "test_pipe_real_streams.py"}
+JAR_USERS = {
+    "test_bridge_kafka.py",
+    "test_bridge_streams_protocol.py",
+    "test_realkube_bridge.py",
+    "test_pipe_real_streams.py",
+}
 """Test modules that run the Java sample app (`sample_jar`)."""
 
 

@@ -16,6 +16,18 @@ class FailureReason(StrEnum):
 
 
 @dataclass(frozen=True)
+class LearnedSubtopology:
+    """One subtopology as a Kafka Streams app's group leader reported it (the bridge's topology report)."""
+
+    name: str
+    partitions: int
+    stateful: bool
+    input_topics: tuple[str, ...] = ()
+    changelog_topics: tuple[str, ...] = ()
+    """Empty for a stateful subtopology whose stores all have logging disabled: nothing to restore from."""
+
+
+@dataclass(frozen=True)
 class PodMetrics:
     lags: dict[str, int] = field(default_factory=dict)
     end_offsets: dict[str, int] = field(default_factory=dict)
@@ -23,6 +35,10 @@ class PodMetrics:
     """The last generation the pod has fully applied, or None if it reports none yet."""
     process_rates: dict[str, float] = field(default_factory=dict)
     """Records per second each task processes on the pod (0 where it only restores or stands by)."""
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    """Kafka Streams pods: rebalances the pod led without following the plan as published, by reason."""
+    topology: tuple[LearnedSubtopology, ...] = ()
+    """Kafka Streams pods: the app's subtopologies as the pod last saw them leading a rebalance."""
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import PlanStats, RackUnknown
+from smoothscale.contract.publication import Publication
 
 from ..resource import (
     AssignmentStatus,
@@ -22,6 +22,7 @@ from ..resource import (
     ConditionType,
     KafkaStatus,
     LagStatus,
+    LearnedSubtopologyStatus,
     LeavingPod,
     Phase,
     ProbingStatus,
@@ -29,7 +30,7 @@ from ..resource import (
 )
 from . import names
 from .events import rack_unknown_message
-from .observed import PodMetrics, ScrapeFailure, ScrapeResult
+from .observed import LearnedSubtopology, PodMetrics, ScrapeFailure, ScrapeResult
 from .pods import PodInfo, leaving_since
 
 
@@ -114,6 +115,12 @@ class StatusInput:
     """`autoscale.recommended_replicas`: None while no processing rate has been measured."""
     kafka: KafkaOutcome | None = None
     """None without `spec.kafka`: no KafkaUnavailable condition, no `status.kafka`."""
+    fallback: Problem | None = None
+    """`assignorfallbacks.fallback_problem`: a recent rebalance did not follow the plan as published."""
+    topology: Sequence[LearnedSubtopology] | None = None
+    """The topology the app reports (Kafka Streams apps); None: it reports none (yet)."""
+    topology_mismatch: Problem | None = None
+    """How `spec.topology` differs from the reported topology (`learnedtopology.topology_differences`)."""
 
 
 def build_status(given: StatusInput) -> StreamsAppStatus:
@@ -128,6 +135,7 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
         _problem(ConditionType.INVALID_SPEC, given.invalid_spec, "SpecValid", "the spec can be acted on"),
         *_kafka(given.kafka),
         _rack_awareness(given),
+        *_reported(given),
     ]
     stamped = [_stamp(c, given) for c in conditions]
     published = given.published
@@ -155,6 +163,16 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
             migrating=_is_migrating(given), recommended_replicas=given.recommended_replicas
         ),
         kafka=given.kafka.status if given.kafka is not None else None,
+        topology=[
+            LearnedSubtopologyStatus(
+                name=sub.name,
+                partitions=sub.partitions,
+                stateful=sub.stateful,
+                input_topics=list(sub.input_topics),
+                changelog_topics=list(sub.changelog_topics),
+            )
+            for sub in given.topology or ()
+        ],
     )
 
 
@@ -223,6 +241,23 @@ def _rack_awareness(given: StatusInput) -> _Draft:
     if not unknown.pods and not unknown.tasks:
         return kind, ConditionStatus.FALSE, "RackDataComplete", "every pod's zone and input's racks are known"
     return kind, ConditionStatus.TRUE, "RackDataMissing", rack_unknown_message(unknown)
+
+
+def _reported(given: StatusInput) -> list[_Draft]:
+    """AssignorFallback and TopologyMismatch: only for apps whose pods report a topology (the bridge's)."""
+    if given.topology is None:
+        return []
+    return [
+        _problem(
+            ConditionType.ASSIGNOR_FALLBACK, given.fallback, "FollowingPlan", "rebalances follow the plan"
+        ),
+        _problem(
+            ConditionType.TOPOLOGY_MISMATCH,
+            given.topology_mismatch,
+            "TopologyMatches",
+            "spec.topology, if given, is the topology the app reports",
+        ),
+    ]
 
 
 def _problem(kind: ConditionType, problem: Problem | None, ok_reason: str, ok_message: str) -> _Draft:

@@ -9,14 +9,13 @@ fields' defaults too, and `kubectl get -o yaml` shows the settings actually in f
 
 from __future__ import annotations
 
-import math
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from smoothscale.assignor.models import BalanceBy, CatchUpTrigger, RackStrategy
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 from .base import SpecModel
 from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone
@@ -116,8 +115,9 @@ class TopologySpec(SpecModel):
     # A list map keyed by name: the API server itself rejects a repeated name (in linear time, with no CEL
     # cost budget to worry about), and server-side apply merges subtopologies by name.
     subtopologies: list[SubtopologySpec] = Field(
-        min_length=1,
-        description="The subtopologies; names must be unique.",
+        default_factory=list,
+        description="The subtopologies; names must be unique. Required for runtime ClientLibrary; for "
+        "runtime KafkaStreams the operator learns them from the app (status.topology) when left out.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
 
@@ -245,12 +245,6 @@ class ScalingSpec(SpecModel):
         "moved). Absent: a scale-down re-targets the migration at once.",
     )
 
-    def max_surge_pods(self, replicas: int) -> int:
-        """Extra pods allowed for `replicas`; a percentage rounds up, as Kubernetes rounds maxSurge."""
-        if isinstance(self.max_surge, int):
-            return self.max_surge
-        return math.ceil(replicas * int(self.max_surge.rstrip("%")) / 100)
-
 
 class StorageSpec(SpecModel):
     """A PersistentVolumeClaim per pod ordinal for the state stores; without it state lives in emptyDir."""
@@ -312,7 +306,11 @@ class StreamsAppSpec(SpecModel):
         "published at once, Kafka's cooperative rebalance revokes a task before it starts elsewhere).",
     )
     template: PodTemplate = Field(description="Template of the app's pods.")
-    topology: TopologySpec = Field(description="The app's subtopologies, which define its tasks.")
+    topology: TopologySpec = Field(
+        default_factory=TopologySpec,
+        description="The app's subtopologies, which define its tasks. Optional for runtime KafkaStreams: the "
+        "bridge reports the app's own topology, which the operator then plans with.",
+    )
     assignment: AssignmentSpec = Field(
         default_factory=AssignmentSpec,
         description="Task assignment settings.",

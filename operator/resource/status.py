@@ -41,6 +41,8 @@ class ConditionType(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     KAFKA_UNAVAILABLE = "KafkaUnavailable"
     RACK_AWARENESS_DEGRADED = "RackAwarenessDegraded"
+    ASSIGNOR_FALLBACK = "AssignorFallback"
+    TOPOLOGY_MISMATCH = "TopologyMismatch"
 
 
 class ConditionStatus(StrEnum):
@@ -125,6 +127,20 @@ class AutoscalingStatus(StatusModel):
     )
 
 
+class LearnedSubtopologyStatus(StatusModel):
+    """One subtopology as the app's group leader reported it (Kafka Streams apps, through the bridge)."""
+
+    name: str = Field(description="The subtopology's name in task ids, e.g. 0 for task 0_3.")
+    partitions: int = Field(ge=0, description="Its partitions: one task per partition.")
+    stateful: bool = Field(description="Whether its tasks have state stores.")
+    input_topics: list[str] = Field(default_factory=list, description="Topics its tasks read.")
+    changelog_topics: list[str] = Field(
+        default_factory=list,
+        description="Changelog topics of its stores; none for a stateful subtopology whose stores all have "
+        "logging disabled (its tasks get no standbys).",
+    )
+
+
 class StreamsAppStatus(StatusModel):
     """The observed state of a stream processing app."""
 
@@ -157,6 +173,11 @@ class StreamsAppStatus(StatusModel):
     lag: LagStatus | None = Field(None, description="Processing lag.")
     autoscaling: AutoscalingStatus | None = Field(None, description="Signals for autoscalers.")
     kafka: KafkaStatus | None = Field(None, description="What was last read from Kafka (with spec.kafka).")
+    topology: list[LearnedSubtopologyStatus] = Field(
+        default_factory=list,
+        description="The app's topology as its pods report it (Kafka Streams apps): empty until one has led "
+        "a rebalance.",
+    )
 
     def condition(self, type_: str) -> Condition | None:
         """The condition of `type_`, if set: callers keep its lastTransitionTime when its status stays."""

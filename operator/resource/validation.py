@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from .durations import parse_duration
-from .spec import StreamsAppSpec, UpdateStrategy
+from .planner import max_surge_pods
+from .spec import Runtime, StreamsAppSpec, UpdateStrategy
 
 __all__ = ["InvalidSpecError", "load_spec", "semantic_problems", "spec_problems"]
 
@@ -72,6 +73,11 @@ def semantic_problems(spec: StreamsAppSpec) -> list[str]:
 
 
 def _topology_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    if not spec.topology.subtopologies and spec.runtime is not Runtime.KAFKA_STREAMS:
+        yield (
+            "spec.topology.subtopologies: required for runtime ClientLibrary (list every subtopology with "
+            "its partitions); only runtime KafkaStreams apps report their own topology"
+        )
     first_with_name: dict[str, int] = {}
     reader_of_topic: dict[str, int] = {}
     for index, sub in enumerate(spec.topology.subtopologies):
@@ -120,7 +126,10 @@ def _assignment_problems(spec: StreamsAppSpec) -> Iterator[str]:
 
 def _scaling_problems(spec: StreamsAppSpec) -> Iterator[str]:
     scaling = spec.scaling
-    if scaling.update_strategy is UpdateStrategy.SWAP and scaling.max_surge_pods(max(spec.replicas, 1)) < 1:
+    if (
+        scaling.update_strategy is UpdateStrategy.SWAP
+        and max_surge_pods(scaling.max_surge, max(spec.replicas, 1)) < 1
+    ):
         yield (
             f"spec.scaling.maxSurge: must allow at least one extra pod when updateStrategy is Swap "
             f"(got {scaling.max_surge!r})"

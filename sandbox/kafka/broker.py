@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
+from smoothscale.client import streams_protocol
 from smoothscale.sandbox.kafka import jars
 from smoothscale.sandbox.kafka.certs import server_certificate
 from smoothscale.sandbox.kafka.config import LOOPBACK, NodeConfig, NodePorts, render, server_properties
@@ -82,6 +83,7 @@ class KafkaCluster:
         heap: str = DEFAULT_HEAP,
         libs: Path | None = None,
         cluster_id: str | None = None,
+        streams_assignor: Path | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
@@ -101,6 +103,8 @@ class KafkaCluster:
         """With `tls`: the CA clients trust (`certificate.ca_pem`) and the brokers' certificate."""
         self._heap = heap
         self._libs = libs
+        self.streams_assignor = streams_assignor
+        """The jar of smoothscale's broker-side streams assignor, loaded by every node (None: not loaded)."""
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         ports = _free_ports(brokers * (2 + (sasl_users is not None) + tls))
         self._nodes: dict[int, _Node] = {}
@@ -243,7 +247,13 @@ class KafkaCluster:
         for node in self._nodes.values():
             node.properties_file.parent.mkdir(parents=True, exist_ok=True)
             node.log_dir.mkdir(parents=True, exist_ok=True)
-            properties = server_properties(node.config, voters, self.sasl_users, self.certificate)
+            properties = server_properties(
+                node.config,
+                voters,
+                self.sasl_users,
+                self.certificate,
+                streams_assignor=None if self.streams_assignor is None else streams_protocol.ASSIGNOR_CLASS,
+            )
             node.properties_file.write_text(render(properties))
             command = [
                 *self._java(libs, node, heap="128m"),
@@ -274,15 +284,23 @@ class KafkaCluster:
             node.process = _popen(command, node.log_dir / "kafka.out", append=True)
 
     def _java(self, libs: Path, node: _Node, heap: str) -> list[str]:
+        classpath = jars.classpath(libs)
+        plugin: list[str] = []
+        if self.streams_assignor is not None:
+            # The plugin reads its plans from this very cluster (a system property: Kafka 4.4 configures no
+            # streams assignor, docs/streams-protocol.md).
+            classpath = f"{classpath}{os.pathsep}{self.streams_assignor}"
+            plugin = [f"-D{streams_protocol.PLANS_BOOTSTRAP_PROPERTY}={self.bootstrap_servers}"]
         return [
             "java",
             "-Xms64m",
             f"-Xmx{heap}",
             *JVM_OPTIONS,
+            *plugin,
             f"-Dkafka.logs.dir={node.log_dir}",
             f"-Dlog4j2.configurationFile={jars.LOG4J_CONFIG}",
             "-cp",
-            jars.classpath(libs),
+            classpath,
         ]
 
     def _reap(self, node: _Node, deadline: float) -> None:

@@ -9,6 +9,11 @@ partitions so that a broker on two shared cores creates them quickly.
 With `sasl_users`, every node also listens for SASL/PLAIN clients (users and passwords given here) on a
 port of its own, and with `tls` (a certificate for 127.0.0.1) for TLS clients on another: the operator's
 credential handling is tested against them.
+
+Streams groups (KIP-1071) start at once too, and their heartbeat and session bounds are wide enough for a
+group config to shorten both (a test's group reacts in well under Kafka's 5 s heartbeat default). With
+`streams_assignor` (a class name) every node also loads that broker-side streams assignor (KIP-1357) after
+Kafka's own `sticky`, which stays the default.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ def server_properties(
     voters: Sequence[NodeConfig],
     sasl_users: Mapping[str, str] | None = None,
     tls: ServerCertificate | None = None,
+    streams_assignor: str | None = None,
 ) -> dict[str, str]:
     """The properties of `node` in a cluster whose controller quorum is `voters` (every node)."""
     replication = str(min(3, len(voters)))
@@ -73,6 +79,9 @@ def server_properties(
         "share.coordinator.state.topic.replication.factor": replication,
         "share.coordinator.state.topic.min.isr": min_isr,
         "group.initial.rebalance.delay.ms": "0",
+        "group.streams.initial.rebalance.delay.ms": "0",
+        "group.streams.min.heartbeat.interval.ms": "100",
+        "group.streams.min.session.timeout.ms": "3000",
         "num.network.threads": "2",
         "num.io.threads": "2",
         "num.recovery.threads.per.data.dir": "1",
@@ -80,6 +89,8 @@ def server_properties(
     }
     if node.rack is not None:
         properties["broker.rack"] = node.rack
+    if streams_assignor is not None:
+        properties["group.streams.assignors"] = f"sticky,{streams_assignor}"
     if sasl_users is not None:
         client_listeners["SASL_PLAINTEXT"] = _port(node, node.ports.sasl, "SASL users")
         properties["sasl.enabled.mechanisms"] = "PLAIN"

@@ -15,11 +15,11 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import (
+    Instance,
     SampleApp,
     create_sample_topics,
     expected_totals,
@@ -136,3 +136,57 @@ def test_a_crashed_instance_makes_the_leader_fall_back_without_losing_a_task(ord
     produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 300, 300)
     totals = latest_totals(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], 600)
     assert totals == expected_totals(600), "every order counted once across the crash (exactly-once)"
+
+
+def test_a_static_member_restarted_within_its_session_keeps_its_tasks_without_a_rebalance(
+    orders_app: SampleApp,
+) -> None:
+    api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
+    plan = {
+        "orders-0": {"0_0", "0_1", "1_0", "1_1"},
+        "orders-1": {"0_2", "0_3", "1_2", "1_3"},
+    }
+    orders_app.publish(
+        api,
+        Publication(
+            generation=1,
+            assignment={pod: ClientAssignment(active=sorted(tasks)) for pod, tasks in plan.items()},
+        ),
+    )
+
+    def static(pod: str) -> dict[str, str]:
+        return {"STREAMS_GROUP_INSTANCE_ID": pod, "STREAMS_SESSION_TIMEOUT_MS": "45000"}
+
+    orders_app.start("orders-0", extra_env=static("orders-0"))  # the first member: it leads every rebalance
+    deadline = time.monotonic() + 120
+    while (
+        not orders_app.instances["orders-0"]
+        .metrics()
+        .get('smoothscale_bridge_assignor_fallbacks_total{reason="unknown_client"}')
+    ):
+        assert time.monotonic() < deadline, "orders-0 never led a rebalance"
+        time.sleep(0.2)
+    orders_app.start("orders-1", extra_env=static("orders-1"))
+    orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=120)
+    assert orders_app.kafka_view() == plan, "static members are mapped to their pods and follow the plan"
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 0, 300)
+    leader = orders_app.instances["orders-0"]
+
+    def assignments(instance: Instance) -> dict[str, float]:
+        """What the leader's assignor has done: rebalances that followed the plan, fallbacks by reason."""
+        return {s: v for s, v in instance.metrics().items() if s.startswith("smoothscale_bridge_assignor_")}
+
+    before = assignments(leader)
+
+    # A rolling restart: SIGTERM closes Kafka Streams cleanly (a SIGKILL under exactly-once finds its state
+    # corrupted on restart, and Kafka Streams then asks for a rebalance itself); a static member sends no
+    # LeaveGroup, so the group waits for it until its session times out.
+    orders_app.instances["orders-1"].stop()
+    orders_app.start("orders-1", extra_env=static("orders-1"))  # back well within the 45 s session
+    orders_app.wait_generation(["orders-1"], 1, timeout=40)
+    assert orders_app.kafka_view() == plan, "the restarted pod has its own tasks back"
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 300, 300)
+    totals = latest_totals(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], 600)
+    assert totals == expected_totals(600), "every order counted once across the restart"
+
+    assert assignments(leader) == before, "no rebalance: the leader assigned nothing, fell back nowhere"

@@ -76,6 +76,8 @@ def test_condition_types_are_the_contracts() -> None:
         "InvalidSpec",
         "KafkaUnavailable",
         "RackAwarenessDegraded",
+        "AssignorFallback",
+        "TopologyMismatch",
     ]
     assert [s.value for s in ConditionStatus] == ["True", "False", "Unknown"]
 

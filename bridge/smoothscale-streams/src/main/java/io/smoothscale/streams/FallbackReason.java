@@ -2,7 +2,10 @@ package io.smoothscale.streams;
 
 import java.util.Locale;
 
-/** Why the assignor returned Kafka's own assignment instead of the operator's (a metric label and a log word). */
+/**
+ * Why the assignor did not return the operator's assignment as published (a metric label and a log word). In
+ * every case it keeps what it can of the plan and places the rest as Kafka's high-availability assignor would.
+ */
 public enum FallbackReason {
     /** No ConfigMap read yet, or the app was started without the bridge's configuration. */
     NO_PUBLICATION,
@@ -19,7 +22,11 @@ public enum FallbackReason {
     /** A task is active on two pods in the publication. */
     DUPLICATE_ACTIVE,
     /** Kafka's own validation rejected the assignment built from the publication. */
-    INVALID_ASSIGNMENT;
+    INVALID_ASSIGNMENT,
+    /** The publication has left members of the group without work for longer than {@link PlanPatience#LIMIT}. */
+    PLAN_EXPIRED,
+    /** Deciding threw an exception: the assignment is Kafka's own, so the leader's stream thread lives on. */
+    ASSIGNOR_ERROR;
 
     /** The metric label: lower case, as Prometheus label values usually are. */
     public String label() {

@@ -1,29 +1,42 @@
 package io.smoothscale.streams;
 
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
+import org.apache.kafka.streams.processor.assignment.ProcessId;
 import org.apache.kafka.streams.processor.assignment.TaskAssignor.TaskAssignment;
 
 /**
- * What the leader makes of the publication: the assignment to return, or why Kafka's own must be used.
+ * What the leader makes of the publication: the part of it that can be followed, and what is wrong with the
+ * rest. With no problem the kept part is the whole assignment; otherwise {@link HighAvailabilityPlacement}
+ * places what is left around it.
  *
- * @param assignment the publication as Kafka's assignment; empty when it cannot be followed
- * @param reason why it cannot be followed (null when it is followed)
- * @param detail a sentence for the log: which client, task or field is at fault
+ * @param kept per member present, the tasks the publication gives it that are safe to run (every member of
+ *             the group has an entry, possibly empty)
+ * @param problems why the publication cannot be followed as it is, in the order found (empty: followed)
  * @param idlePods members the publication does not name yet (new pods the operator has not planned for)
  */
-public record PlanResult(Optional<TaskAssignment> assignment, FallbackReason reason, String detail,
-                         List<String> idlePods) {
+public record PlanResult(Map<ProcessId, Set<AssignedTask>> kept, List<Problem> problems, List<String> idlePods) {
+    /** One reason the publication cannot be followed, and a sentence for the log naming the pod or task. */
+    public record Problem(FallbackReason reason, String detail) {}
 
-    static PlanResult followed(TaskAssignment assignment, List<String> idlePods) {
-        return new PlanResult(Optional.of(assignment), null, "", List.copyOf(idlePods));
-    }
-
-    static PlanResult rejected(FallbackReason reason, String detail) {
-        return new PlanResult(Optional.empty(), reason, detail, List.of());
+    public PlanResult {
+        kept = Map.copyOf(kept);
+        problems = List.copyOf(problems);
+        idlePods = List.copyOf(idlePods);
     }
 
     public boolean isFollowed() {
-        return assignment.isPresent();
+        return problems.isEmpty();
+    }
+
+    /** The kept part as Kafka's assignment: the whole publication when {@link #isFollowed()}. */
+    public TaskAssignment assignment() {
+        List<KafkaStreamsAssignment> assignments = new ArrayList<>();
+        kept.forEach((process, tasks) -> assignments.add(KafkaStreamsAssignment.of(process, tasks)));
+        return new TaskAssignment(assignments);
     }
 }

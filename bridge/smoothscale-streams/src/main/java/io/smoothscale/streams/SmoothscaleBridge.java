@@ -74,6 +74,8 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final RebalanceTrigger trigger = new RebalanceTrigger();
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final AssignorMetrics assignorMetrics = new AssignorMetrics(registry);
+    private final PlanPatience planPatience = new PlanPatience();
+    private final TopologyReport topologyReport = new TopologyReport(registry);
     private KubernetesClient kubernetes;
     private PublicationWatch watch;
     private boolean closed;
@@ -261,6 +263,16 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     public AssignorMetrics assignorMetrics() {
         return assignorMetrics;
+    }
+
+    /** The topology this pod saw when it last led a rebalance, served on its metrics endpoint. */
+    public TopologyReport topologyReport() {
+        return topologyReport;
+    }
+
+    /** How long the leader has waited for the operator to plan for idle members (kept across rebalances). */
+    PlanPatience planPatience() {
+        return planPatience;
     }
 
     public PrometheusRegistry registry() {

@@ -1,6 +1,7 @@
 package io.smoothscale.streams;
 
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -9,6 +10,7 @@ import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.UUID;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.ApplicationState;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
@@ -26,14 +28,33 @@ final class Group implements ApplicationState {
     private final Map<TaskId, TaskInfo> tasks = new LinkedHashMap<>();
     private final Map<ProcessId, KafkaStreamsState> clients = new LinkedHashMap<>();
     private final Map<String, ProcessId> byPod = new HashMap<>();
+    private final Map<ProcessId, Map<TaskId, Long>> lags = new HashMap<>();
     private int standbys = 0;
+    private RuntimeException failNextStates;
 
-    /** Subtopology {@code subtopology} with {@code partitions} tasks, stateful or not. */
+    /** Subtopology {@code subtopology} with {@code partitions} tasks, stateful (with a changelog) or not. */
     Group tasks(int subtopology, int partitions, boolean stateful) {
+        return tasks(subtopology, partitions, stateful, stateful);
+    }
+
+    /** Tasks whose stores may have logging disabled: stateful, but no changelog to restore a standby from. */
+    Group tasks(int subtopology, int partitions, boolean stateful, boolean changelog) {
         for (int p = 0; p < partitions; p++) {
             TaskId id = new TaskId(subtopology, p);
-            tasks.put(id, new Info(id, stateful));
+            tasks.put(id, new Info(id, stateful, changelog));
         }
+        return this;
+    }
+
+    /** The member's state of {@code task} is {@code lag} offsets behind (default: 0 for previous actives). */
+    Group lag(String pod, String task, long lag) {
+        lags.computeIfAbsent(byPod.get(pod), p -> new HashMap<>()).put(TaskId.parse(task), lag);
+        return this;
+    }
+
+    /** The next {@link #kafkaStreamsStates} call throws (as a bug in the assignor's own code would). */
+    Group failNextStates(RuntimeException error) {
+        failNextStates = error;
         return this;
     }
 
@@ -53,7 +74,7 @@ final class Group implements ApplicationState {
 
     Group member(String pod, SortedSet<String> consumers, Set<TaskId> previousActive) {
         ProcessId id = new ProcessId(UUID.nameUUIDFromBytes((pod + clients.size()).getBytes()));
-        clients.put(id, new Client(id, consumers, new TreeSet<>(previousActive)));
+        clients.put(id, new Client(id, consumers, new TreeSet<>(previousActive), lags));
         byPod.put(pod, id);
         return this;
     }
@@ -64,6 +85,11 @@ final class Group implements ApplicationState {
 
     @Override
     public Map<ProcessId, KafkaStreamsState> kafkaStreamsStates(boolean computeTaskLags) {
+        RuntimeException error = failNextStates;
+        if (error != null) {
+            failNextStates = null;
+            throw error;
+        }
         return clients;
     }
 
@@ -77,7 +103,7 @@ final class Group implements ApplicationState {
         return tasks;
     }
 
-    private record Info(TaskId id, boolean isStateful) implements TaskInfo {
+    private record Info(TaskId id, boolean isStateful, boolean changelog) implements TaskInfo {
         @Override
         public Set<String> stateStoreNames() {
             return isStateful ? Set.of("store-" + id.subtopology()) : Set.of();
@@ -85,12 +111,27 @@ final class Group implements ApplicationState {
 
         @Override
         public Set<TaskTopicPartition> topicPartitions() {
-            return Set.of();
+            Set<TaskTopicPartition> partitions = new HashSet<>();
+            partitions.add(new Partition(new TopicPartition("input-" + id.subtopology(), id.partition()), true, false));
+            if (changelog) {
+                partitions.add(new Partition(new TopicPartition("app-store-" + id.subtopology() + "-changelog",
+                    id.partition()), false, true));
+            }
+            return partitions;
+        }
+    }
+
+    private record Partition(TopicPartition topicPartition, boolean isSource, boolean isChangelog)
+        implements TaskTopicPartition {
+        @Override
+        public Optional<Set<String>> rackIds() {
+            return Optional.empty();
         }
     }
 
     private record Client(ProcessId processId, SortedSet<String> consumerClientIds,
-                          SortedSet<TaskId> previousActiveTasks) implements KafkaStreamsState {
+                          SortedSet<TaskId> previousActiveTasks, Map<ProcessId, Map<TaskId, Long>> lags)
+        implements KafkaStreamsState {
         @Override
         public int numProcessingThreads() {
             return Math.max(1, consumerClientIds.size());
@@ -98,12 +139,18 @@ final class Group implements ApplicationState {
 
         @Override
         public SortedSet<TaskId> previousStandbyTasks() {
-            return new TreeSet<>();
+            SortedSet<TaskId> standbys = new TreeSet<>(lags.getOrDefault(processId, Map.of()).keySet());
+            standbys.removeAll(previousActiveTasks);
+            return standbys;
         }
 
         @Override
         public long lagFor(TaskId task) {
-            return previousActiveTasks.contains(task) ? 0 : 1000;
+            Long lag = lags.getOrDefault(processId, Map.of()).get(task);
+            if (lag != null) {
+                return lag;
+            }
+            return previousActiveTasks.contains(task) ? 0 : 1_000_000;
         }
 
         @Override

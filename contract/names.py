@@ -18,7 +18,7 @@ PLURAL: Final = "streamsapps"
 
 # -- the assignment ConfigMap --------------------------------------------------------------------------------
 ASSIGNMENT_KEY: Final = "assignment.json.gz"
-"""binaryData key holding `smoothscale.assignor.handover.encode_publication` bytes (base64 in the API)."""
+"""binaryData key holding `smoothscale.contract.configmap.encode_publication` bytes (base64 in the API)."""
 GENERATION_KEY: Final = "generation"
 """data key holding the publication's generation in decimal, readable without decoding the assignment."""
 
@@ -42,6 +42,12 @@ TASK_LAG_METRIC: Final = "smoothscale_task_lag"
 CHANGELOG_END_OFFSET_METRIC: Final = "smoothscale_task_changelog_end_offset"
 GENERATION_METRIC: Final = "smoothscale_assignment_generation"
 PROCESS_RATE_METRIC: Final = "smoothscale_task_process_rate"
+# Reported by the Kafka Streams bridge only (`bridge/smoothscale-streams`): rebalances its assignor led
+# without following the plan as published, by reason (a counter: samples end in `_total`), and the app's
+# topology as the group leader saw it (labels subtopology, stateful, input_topics, changelog_topics; value:
+# partitions).
+ASSIGNOR_FALLBACKS_METRIC: Final = "smoothscale_bridge_assignor_fallbacks_total"
+TOPOLOGY_PARTITIONS_METRIC: Final = "smoothscale_bridge_topology_partitions"
 TASK_LABEL: Final = "task"
 DEFAULT_METRICS_PORT: Final = 8080
 DEFAULT_METRICS_PATH: Final = "/metrics"

@@ -1,0 +1,82 @@
+"""The topology a Kafka Streams app reports, against the one its StreamsApp spells out.
+
+The bridge on the app's group leader reports every subtopology it sees in a rebalance (partitions, whether it
+has state, its input and changelog topics: `smoothscale_bridge_topology_partitions`). The operator shows it
+in status and names every way a hand-written `spec.topology` disagrees with it, since a spec that lags the
+app (a new subtopology, renumbered subtopologies, more input partitions) makes every plan name tasks the app
+does not have, or miss tasks it has. Pure: scrapes and a spec in, facts out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from ..resource import StreamsAppSpec, SubtopologySpec, TopologySpec
+from .observed import LearnedSubtopology, PodMetrics, ScrapeResult
+
+
+def learned_topology(results: Mapping[str, ScrapeResult]) -> tuple[LearnedSubtopology, ...] | None:
+    """The app's topology as its pods report it; None while no pod has led a rebalance yet.
+
+    Pods that led rebalances at different times may report different versions (an upgrade in progress):
+    the one most pods report wins, ties going to the larger topology (the newer app, usually).
+    """
+    reports = Counter(r.topology for r in results.values() if isinstance(r, PodMetrics) and r.topology)
+    if not reports:
+        return None
+    return max(reports, key=lambda t: (reports[t], sum(s.partitions for s in t), len(t), t))
+
+
+def topology_differences(spec: TopologySpec, learned: Sequence[LearnedSubtopology]) -> list[str]:
+    """Each way `spec.topology` differs from the app's reported topology, in words a person can act on."""
+    written = {sub.name: sub for sub in spec.subtopologies}
+    reported = {sub.name: sub for sub in learned}
+    differences: list[str] = []
+    for name in sorted(reported.keys() - written.keys()):
+        differences.append(
+            f"subtopology {name} ({reported[name].partitions} partitions) runs in the app but is missing "
+            "from spec.topology"
+        )
+    for name in sorted(written.keys() - reported.keys()):
+        differences.append(f"subtopology {name} is in spec.topology but the app has no such subtopology")
+    for name in sorted(written.keys() & reported.keys()):
+        mine, theirs = written[name], reported[name]
+        if mine.partitions != theirs.partitions:
+            differences.append(
+                f"subtopology {name} has {theirs.partitions} partitions in the app, "
+                f"{mine.partitions} in spec.topology"
+            )
+        if mine.stateful and theirs.stateful and not theirs.changelog_topics:
+            differences.append(
+                f"subtopology {name}'s stores have logging disabled in the app (no changelog topic): Kafka "
+                "gives its tasks no standby and no warmup can restore them; set stateful: false for it in "
+                "spec.topology, or enable logging on its stores"
+            )
+        elif mine.stateful != theirs.stateful:
+            differences.append(
+                f"subtopology {name} is {'stateful' if theirs.stateful else 'stateless'} in the app, "
+                f"{'stateful' if mine.stateful else 'stateless'} in spec.topology"
+            )
+    return differences
+
+
+def with_reported_topology(
+    spec: StreamsAppSpec, learned: Sequence[LearnedSubtopology] | None
+) -> StreamsAppSpec | None:
+    """The spec to plan with: as written when it lists a topology; else (a KafkaStreams app that leaves it
+    to the app) with the reported one; None while the app has reported none: no plan can name its tasks."""
+    if spec.topology.subtopologies:
+        return spec
+    if not learned:
+        return None
+    subtopologies = [
+        SubtopologySpec(
+            name=sub.name,
+            partitions=sub.partitions,
+            stateful=bool(sub.changelog_topics),  # state without a changelog cannot be warmed up elsewhere
+            input_topics=list(sub.input_topics),
+        )
+        for sub in learned
+    ]
+    return spec.model_copy(update={"topology": TopologySpec(subtopologies=subtopologies)})
