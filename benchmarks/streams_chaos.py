@@ -72,7 +72,7 @@ class DoubleActives:
         while not stop.wait(1.0):
             try:
                 view = self.kafka.kafka_view()
-            except KafkaException:
+            except (KafkaException, TimeoutError):
                 continue
             self.samples += 1
             owners = Counter(task for tasks in view.values() for task in tasks)
@@ -173,7 +173,7 @@ def run(
     planned = {
         p: set(a.active) for p, a in (publication.assignment.items() if publication else []) if a.active
     }
-    view = {p: t for p, t in kafka.kafka_view().items() if t}
+    view = settle(sandbox, kafka, replicas, TASKS)
     return {
         "faults": faults,
         "faults_by_kind": {k: v["faults"] for k, v in sorted(per_kind.items())},

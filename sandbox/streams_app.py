@@ -68,7 +68,7 @@ def settle(
         publication = sandbox.publication(kafka.app)
         try:
             view = kafka.kafka_view()
-        except KafkaException:  # the group's coordinator is still loading, or moving
+        except (KafkaException, TimeoutError):  # the coordinator is loading, moving, or slow to answer
             view = {}
         if publication is not None and len(pods) == len(listed) == replicas:
             planned = {pod: set(roles.active) for pod, roles in publication.assignment.items() if pod in pods}
