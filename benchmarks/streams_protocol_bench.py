@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import threading
 import time
@@ -54,6 +55,7 @@ PODS = [f"pod-{i}" for i in range(6)]
 GROUP_CONFIGS = {"streams.heartbeat.interval.ms": "500", "streams.task.offset.interval.ms": "1000"}
 CONFIG = PlannerConfig(num_standbys=0)  # Kafka's default too: the difference is warmups and zones
 TIMEOUT_S = 600
+VARIANTS = ("builtin", "smoothscale")
 MORE_ORDERS = 1000
 """Orders produced after each scale-out, to check that every order is still counted once."""
 
@@ -141,33 +143,36 @@ class Driver:
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):
-            view = self.watch.latest(self.app.app)
-            if view is None or not view["members"] or not view["subtopologies"]:
-                continue
-            if not self.racks:
-                try:
-                    self.racks = input_racks(self.cluster, self.app, self.partitions)
-                except (KeyError, IndexError):
-                    continue  # the repartition topic is not there yet
-            partitions = {sub["id"]: self.partitions for sub in view["subtopologies"]}
-            snapshot = streamsgroup.snapshot(
-                view,
-                now=datetime.now(UTC),
-                config=CONFIG,
-                partitions=partitions,
-                input_racks=self.racks,
-                published=self.published,
-            )
-            result = plan(snapshot)
-            self.last_plan = result
-            assignment = dict(result.assignment)
-            self.stable = result.stable
-            if assignment != dict(self.published.assignment):
-                generation = self.published.generation + 1
-                self.published = Publication(generation=generation, assignment=assignment)
-                producer = {"bootstrap.servers": self.cluster.bootstrap_servers}
-                plans.write_plan(producer, self.app.app, self.published)
-                plans.request_assignment(self.admin, self.app.app)
+            try:
+                self._round()
+            except Exception as error:  # the next round tries again; the error is shown
+                print(f"driver round failed: {error!r}", file=sys.stderr, flush=True)
+
+    def _round(self) -> None:
+        view = self.watch.latest(self.app.app)
+        if view is None or not view["members"] or not view["subtopologies"]:
+            return
+        if not self.racks:
+            self.racks = input_racks(self.cluster, self.app, self.partitions)
+        partitions = {sub["id"]: self.partitions for sub in view["subtopologies"]}
+        snapshot = streamsgroup.snapshot(
+            view,
+            now=datetime.now(UTC),
+            config=CONFIG,
+            partitions=partitions,
+            input_racks=self.racks,
+            published=self.published,
+        )
+        result = plan(snapshot)
+        self.last_plan = result
+        assignment = dict(result.assignment)
+        self.stable = result.stable
+        if assignment != dict(self.published.assignment):
+            generation = self.published.generation + 1
+            self.published = Publication(generation=generation, assignment=assignment)
+            producer = {"bootstrap.servers": self.cluster.bootstrap_servers}
+            plans.write_plan(producer, self.app.app, self.published)
+            plans.request_assignment(self.admin, self.app.app)
 
 
 def run_variant(name: str, cluster: KafkaCluster, work: Path, partitions: int, orders: int) -> dict[str, Any]:
@@ -218,8 +223,10 @@ def run_variant(name: str, cluster: KafkaCluster, work: Path, partitions: int, o
             assert view is not None
             time.sleep(3)  # the last moves' log lines
             figures = log_figures(app, since)
-            figures.pop("rebalances", None)  # the classic protocol's log line: Kafka's view counts them below
-            figures.pop("probing_rebalances", None)
+            # Those are counted from the classic protocol's log lines (rebalances, and the phases of a pause):
+            # Kafka's view counts the rebalances below.
+            for classic_only in ("rebalances", "probing_rebalances", "longest_pause_parts_s"):
+                figures.pop(classic_only, None)
             result = {
                 "balanced_after_s": round(balanced_s, 1),
                 "rebalances": view["targetAssignmentEpoch"] - epochs_before,
@@ -244,9 +251,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--orders", type=int, default=60_000)
+    parser.add_argument("--only", choices=VARIANTS, help="run one side only (no head-to-head)")
+    parser.add_argument("--work-dir", type=Path, help="keep the brokers' and instances' logs here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="streams-protocol-bench-") as tmp:
-        work = Path(tmp)
+        work = args.work_dir or Path(tmp)
         jar = broker_assignor_jar()
         with KafkaCluster(work / "kafka", work / "logs", brokers=3, streams_assignor=jar) as cluster:
             bootstrap = cluster.bootstrap_servers
@@ -256,7 +265,7 @@ def main() -> None:
             produce_orders(bootstrap, "orders", 0, args.orders)
             results = {}
             produced = args.orders
-            for name in ("builtin", "smoothscale"):
+            for name in [args.only] if args.only else VARIANTS:
                 results[name] = run_variant(name, cluster, work, args.partitions, produced)
                 produced += MORE_ORDERS
                 print(name, json.dumps(results[name]), flush=True)
@@ -264,8 +273,7 @@ def main() -> None:
         "partitions": args.partitions,
         "orders": args.orders,
         "assignor_name": names.ASSIGNOR_NAME,
-        "builtin": results["builtin"],
-        "smoothscale": results["smoothscale"],
+        **results,
     }
     print(json.dumps(summary))
 
