@@ -16,6 +16,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 # Every folder pyproject.toml maps onto the smoothscale namespace (a test keeps this list complete).
 COPY pyproject.toml README.md ./
+COPY contract contract
 COPY assignor assignor
 COPY operator operator
 COPY pipeline pipeline

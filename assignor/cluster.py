@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from smoothscale.assignor.models import PlannerConfig, RackStrategy, Snapshot
-from smoothscale.assignor.ordering import natural_key, natural_order, natural_sorted
+from smoothscale.assignor.ordering import natural_order
+from smoothscale.contract.ordering import natural_key, natural_sorted
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -9,23 +9,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import AwareDatetime, Field
 
-TaskId = Annotated[str, Field(min_length=1, description='task id "<subtopology>_<partition>", e.g. "0_3"')]
-ClientId = Annotated[str, Field(min_length=1, description="pod name, e.g. orders-0")]
-
-
-class ContractModel(BaseModel):
-    """Base of every contract model: camelCase aliases, strict about unknown fields, immutable."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-        validate_default=True,
-    )
+from smoothscale.contract.publication import ClientAssignment, ClientId, ContractModel, TaskId
 
 
 class RackStrategy(StrEnum):
@@ -136,12 +122,6 @@ class Snapshot(ContractModel):
     config: PlannerConfig = Field(default_factory=PlannerConfig)
     tasks: list[Task]
     clients: list[Client]
-
-
-class ClientAssignment(ContractModel):
-    active: list[TaskId] = Field(default_factory=list)
-    standby: list[TaskId] = Field(default_factory=list)
-    warmup: list[TaskId] = Field(default_factory=list)
 
 
 class ClientTarget(ContractModel):

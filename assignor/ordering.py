@@ -1,4 +1,5 @@
-"""One canonical order for tasks and clients, so that a plan never depends on the order of its input.
+"""The planner's fast path to the canonical order of `smoothscale.contract.ordering`, so that a plan never
+depends on the order of its input.
 
 Natural order ("0_2" before "0_10", "orders-9" before "orders-10") also makes plans readable. Different ids
 can compare equal in natural order ("0_1" and "0_01"); the exact string breaks the tie, so the order is
@@ -6,34 +7,13 @@ total and a plan stays byte-identical whatever the order of its input.
 """
 
 import re
-from functools import lru_cache
 from itertools import chain
 
 import numpy as np
 
-_DIGITS = re.compile(r"(\d+)")
-_TASK_ID = re.compile(r"(\d+)_(\d+)")
+from smoothscale.contract.ordering import natural_key
+
 _TASK_IDS = re.compile(r"^(\d+)_(\d+)$", re.MULTILINE)
-
-NaturalKey = tuple[tuple[tuple[int, int | str], ...], str]
-
-
-@lru_cache(maxsize=1 << 17)
-def natural_key(text: str) -> NaturalKey:
-    """Sort key that compares digit runs as numbers and everything else as text, then the exact string.
-
-    Cached: the same few thousand task and pod ids are sorted again at every plan and publication.
-    """
-    task = _TASK_ID.fullmatch(text)
-    if task is not None:  # the common "<subtopology>_<partition>" shape, without the generic split
-        return ((0, int(task[1])), (1, "_"), (0, int(task[2]))), text
-    return tuple(
-        (0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(text) if part
-    ), text
-
-
-def natural_sorted(items: "list[str] | set[str] | frozenset[str]") -> list[str]:
-    return sorted(items, key=natural_key)
 
 
 def natural_order(ids: list[str]) -> list[int]:

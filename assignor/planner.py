@@ -10,18 +10,11 @@ from contextlib import contextmanager
 import numpy as np
 
 from smoothscale.assignor.cluster import NO_CLIENT, Cluster, IntArray, build_cluster
-from smoothscale.assignor.models import (
-    ClientAssignment,
-    ClientTarget,
-    Followup,
-    Plan,
-    PlanStats,
-    RackUnknown,
-    Snapshot,
-)
+from smoothscale.assignor.models import ClientTarget, Followup, Plan, PlanStats, RackUnknown, Snapshot
 from smoothscale.assignor.movement import Assignment, plan_movements
 from smoothscale.assignor.target import Holdings, Target, compute_target, current_holdings
 from smoothscale.assignor.validation import validate_snapshot
+from smoothscale.contract.publication import ClientAssignment
 
 _FIXED_POINT_ROUNDS = 4
 

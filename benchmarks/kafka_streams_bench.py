@@ -42,9 +42,9 @@ import kubernetes
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import Client, ClientAssignment, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.models import Client, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import SampleApp, create_sample_topics
@@ -278,7 +278,7 @@ def drive_smoothscale(
     )
     operator.published = first  # the pods run it: plan from it, as the operator after a restart
     operator.adopt(plan(operator.snapshot(0, scrape, running)), first, scrape, running)
-    while not (operator.at_rest(scrape) and balanced(app.kafka_view(), 2 * partitions)):
+    while not (operator.at_rest(scrape, SPEC) and balanced(app.kafka_view(), 2 * partitions)):
         check_alive(app, started)
         now = time.monotonic() - started
         woken = operator.wake(now, scrape, SPEC, scrape=True)

@@ -22,7 +22,6 @@ last line is one JSON object of figures.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import logging
 import os
@@ -39,9 +38,9 @@ from typing import Any
 
 import kubernetes
 
-from smoothscale.assignor.handover import Publication, decode_publication
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
+from smoothscale.contract.configmap import from_configmap
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime, memory_kubelet
 
@@ -95,7 +94,7 @@ class Cluster:
             configmap = self.core.read_namespaced_config_map(f"{app}-assignment", NAMESPACE)
         except kubernetes.client.ApiException:
             return None
-        return decode_publication(base64.b64decode(configmap.binary_data["assignment.json.gz"]))
+        return from_configmap(self.core.api_client.sanitize_for_serialization(configmap))
 
     def stable_apps(self) -> int:
         apps = self.custom.list_namespaced_custom_object(

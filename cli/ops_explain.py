@@ -1,11 +1,13 @@
 """`smoothscale explain APP TASK`: why a task is where it is, and where it goes next.
 
-The operator does not publish its planner input, so the command rebuilds it the way the operator does
-(`snapshot.build_snapshot`): the spec, the pods that can hold tasks (with their node's zone and leaving
-time), the published assignment, and the lags, changelog end offsets and processing rates the pods report.
-It then runs the same planner and prints the plan's `explain` line for the task, with its published roles
-and its roles in the plan's balanced target. Pods whose metrics cannot be reached from where the command
-runs count as reporting no lag, as they would for the operator's first plan; the output says which.
+The operator does not publish its planner input, so the command observes what an operator's round observes
+(the spec, the pods, their nodes' zones, the published assignment, the pods' metrics) and builds the input
+with the control core's `round.explain_snapshot`, the way the operator's step builds it in its first round:
+the pod set's decisions count, only ready pods or pods holding tasks take part, and the rates and changelog
+lengths are the ones reported now. It then runs the same planner and prints the plan's `explain` line for
+the task, with its published roles and its roles in the plan's balanced target. Pods whose metrics cannot be
+reached from where the command runs count as reporting no lag, as they would for the operator's first plan,
+and Kafka is not read (racks and changelog ends then come from the spec and the pods); the output says so.
 """
 
 from __future__ import annotations
@@ -16,17 +18,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from smoothscale.assignor.handover import EMPTY, Publication
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, kube_options, pod_metrics
-from smoothscale.operator.control.pods import PodInfo, leaving_since
-from smoothscale.operator.control.rates import owner_rates
-from smoothscale.operator.control.snapshot import (
-    ClientObservation,
-    build_snapshot,
-    merge_end_offsets,
-    task_ids,
-)
-from smoothscale.operator.control.zones import pod_zone
+from smoothscale.contract.publication import EMPTY, Publication
+from smoothscale.operator.control import round as core_round
+from smoothscale.operator.control.pods import PodInfo
+from smoothscale.operator.control.round import Observation
+from smoothscale.operator.control.snapshot import task_ids
+from smoothscale.operator.podset import template_revision
 from smoothscale.operator.resource import InvalidSpecError, StreamsAppSpec, load_spec
 
 if TYPE_CHECKING:
@@ -34,31 +32,38 @@ if TYPE_CHECKING:
     from smoothscale.operator.control.observed import PodMetrics
 
 
-def replan(
+def observation(
+    app: str,
     spec: StreamsAppSpec,
     pods: Sequence[PodInfo],
     zones: Mapping[str, str],
     publication: Publication,
     metrics: Mapping[str, PodMetrics],
     now: datetime,
-) -> Plan:
+) -> Observation:
+    """What an operator's round would observe of `app`, as far as the command can see it."""
+    return Observation(
+        now=now,
+        app=app,
+        spec=spec,
+        problems=None,
+        spec_generation=0,
+        status_generation=0,
+        previous_status=None,
+        pods=pods,
+        zones=zones,
+        results=metrics,
+        published=publication,
+        revision=template_revision(spec),
+    )
+
+
+def replan(spec: StreamsAppSpec, seen: Observation) -> Plan:
     """The plan the operator would make from these observations."""
     # The planner loads numpy and scipy: only when a command explains.
     from smoothscale.assignor.planner import plan as make_plan  # noqa: PLC0415
 
-    clients = [
-        ClientObservation(
-            pod.name,
-            pod_zone(pod.node, zones),
-            leaving_since(pod) if pod.is_leaving else None,
-            metrics[pod.name].lags if pod.name in metrics else {},
-        )
-        for pod in pods
-        if pod.schedulable_client
-    ]
-    end_offsets = merge_end_offsets({}, (m.end_offsets for m in metrics.values()))
-    snapshot = build_snapshot(spec, now, clients, publication, end_offsets, owner_rates(metrics, publication))
-    return make_plan(snapshot)
+    return make_plan(core_round.explain_snapshot(spec, seen))
 
 
 def _roles(assignment: Mapping[str, object], task: str) -> str:
@@ -113,7 +118,10 @@ def explain_command(kube: Kube, app: str, task: str) -> None:
     pods = kube.app_pods(app)
     publication = kube.publication(app) or EMPTY
     metrics = pod_metrics(pods, spec.metrics)
-    plan = replan(spec, pods, kube.zones(pods), publication, metrics, datetime.now(UTC))
+    seen = observation(app, spec, pods, kube.zones(pods), publication, metrics, datetime.now(UTC))
+    plan = replan(spec, seen)
     unreached = [p.name for p in pods if p.schedulable_client and p.name not in metrics]
     for line in explain_lines(task, publication, plan, unreached):
         click.echo(line)
+    if spec.kafka is not None:
+        click.echo("note: Kafka is not read here: racks from the spec, changelog ends from the pods")

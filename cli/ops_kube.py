@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.configmap import CorruptAssignment, from_configmap
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.control import names
 from smoothscale.operator.control.pods import PodInfo, pod_info
 from smoothscale.operator.control.zones import node_zone
@@ -77,12 +78,9 @@ class Kube:
             if getattr(error, "status", None) == 404:
                 return None
             raise
-        # The reader lives beside the operator's API client, which loads kopf: only load it when used.
-        from smoothscale.operator.publish import AssignmentUnreadableError, read_publication  # noqa: PLC0415
-
         try:
-            return read_publication(self.client.sanitize_for_serialization(configmap))
-        except AssignmentUnreadableError as error:
+            return from_configmap(self.client.sanitize_for_serialization(configmap))
+        except CorruptAssignment as error:
             raise click.ClickException(f"{names.assignment_configmap(app)}: {error}") from error
 
     def zones(self, pods: list[PodInfo]) -> dict[str, str]:

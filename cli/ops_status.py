@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from smoothscale.assignor.handover import Publication
 from smoothscale.cli.ops_kube import Kube, kube_options, pod_metrics
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.control.pods import PodInfo
 from smoothscale.operator.control.zones import pod_zone
 from smoothscale.operator.resource import MetricsSpec, StreamsAppSpec

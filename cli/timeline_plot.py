@@ -15,7 +15,7 @@ matplotlib.use("Agg")  # files only: never needs a display
 
 import matplotlib.pyplot as plt
 
-from smoothscale.assignor.ordering import natural_sorted
+from smoothscale.contract.ordering import natural_sorted
 from smoothscale.simulation import SimulationResult
 
 MAX_LEGEND_PODS = 12

@@ -8,13 +8,16 @@ docs/architecture.md).
     with StreamsClient(ClientConfig(pod=..., namespace=..., app=..., kubeconfig=...), Tasks()) as client:
         client.metrics.set_task("0_3", lag=120, end_offset=5000)
 
-It imports only the pure assignor (models and the assignment codec), never the operator.
+It stands on `smoothscale.contract` alone (the names, the publication and its ConfigMap codec): neither the
+planner (numpy, OR-Tools) nor the operator.
 """
+
+from smoothscale.contract.configmap import CorruptAssignment, from_configmap
 
 from .applier import AssignmentApplier, TaskListener
 from .client import ClientConfig, StreamsClient, api_client
 from .metrics import TaskMetrics
-from .publication import CorruptAssignment, from_configmap, from_mounted_dir
+from .publication import from_mounted_dir
 from .roles import Role, RoleChange, role_changes, roles_of
 
 __all__ = [

@@ -15,8 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .roles import Role, RoleChange, role_changes, roles_of
 

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import kubernetes
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract import names as contract
+from smoothscale.contract.configmap import CorruptAssignment, from_configmap
+from smoothscale.contract.publication import Publication
 
-from . import contract
 from .applier import AssignmentApplier, TaskListener
 from .follow import Body, MountedDirFollower, follow_object
 from .metrics import TaskMetrics
-from .publication import CorruptAssignment, from_configmap, from_mounted_dir
+from .publication import from_mounted_dir
 
 log = logging.getLogger(__name__)
 

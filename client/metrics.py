@@ -13,7 +13,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, start_http_server
 
-from . import contract
+from smoothscale.contract import names as contract
 
 
 class TaskMetrics:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.assignor.ordering import natural_key
+from smoothscale.contract.ordering import natural_key
+from smoothscale.contract.publication import ClientAssignment
 
 
 class Role(StrEnum):

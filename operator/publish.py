@@ -1,9 +1,9 @@
 """The assignment ConfigMap `<app>-assignment`: how a generation reaches the pods (Contract 3).
 
-`binaryData["assignment.json.gz"]` holds the whole publication (`encode_publication`: every pod's active,
-standby and warmup tasks, and the hand-overs still waiting for a revocation to be acknowledged);
-`data["generation"]` repeats the generation in plain text for people and for pods that only poll it. Pods
-acknowledge a generation through their `smoothscale_assignment_generation` metric.
+`binaryData["assignment.json.gz"]` holds the whole publication (every pod's active, standby and warmup
+tasks, and the hand-overs still waiting for a revocation to be acknowledged); `data["generation"]` repeats
+the generation in plain text for people and for pods that only poll it; `smoothscale.contract.configmap`
+is their one codec. Pods acknowledge a generation through their `smoothscale_assignment_generation` metric.
 
 The ConfigMap is the operator's memory: an operator that restarts reads the publication back from it, so a
 hand-over in flight resumes where it was. Writes are conditional on the resourceVersion read, so an operator
@@ -12,23 +12,15 @@ that lost its leadership without noticing cannot overwrite what its successor pu
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from smoothscale.assignor.handover import EMPTY, Publication, decode_publication, encode_publication
+from smoothscale.contract.configmap import configmap_content, from_configmap
+from smoothscale.contract.publication import EMPTY, Publication
 
 from .appref import AppRef
 from .control import names
 from .kube import KubeClient, KubeError, core_path
-
-
-class AssignmentUnreadableError(ValueError):
-    """The ConfigMap exists but does not hold a publication: nothing may be published over it blindly."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +35,6 @@ NOTHING_PUBLISHED = Published(EMPTY, None)
 
 
 def build_assignment_configmap(app: AppRef, publication: Publication) -> dict[str, Any]:
-    encoded = base64.b64encode(encode_publication(publication)).decode("ascii")
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -53,24 +44,13 @@ def build_assignment_configmap(app: AppRef, publication: Publication) -> dict[st
             "labels": names.app_labels(app.name),
             "ownerReferences": [app.owner_reference()],
         },
-        "data": {names.GENERATION_KEY: str(publication.generation)},
-        "binaryData": {names.ASSIGNMENT_KEY: encoded},
+        **configmap_content(publication),
     }
 
 
-def read_publication(configmap: Mapping[str, Any]) -> Publication:
-    """The publication a ConfigMap holds; raises AssignmentUnreadableError for anything else."""
-    encoded = (configmap.get("binaryData") or {}).get(names.ASSIGNMENT_KEY)
-    if not isinstance(encoded, str):
-        raise AssignmentUnreadableError(f"binaryData.{names.ASSIGNMENT_KEY} is missing")
-    try:
-        return decode_publication(base64.b64decode(encoded, validate=True))
-    except (binascii.Error, ValueError, ValidationError) as error:
-        raise AssignmentUnreadableError(f"binaryData.{names.ASSIGNMENT_KEY}: {error}") from error
-
-
 async def load_published(api: KubeClient, app: AppRef) -> Published:
-    """What is published now; NOTHING_PUBLISHED when the ConfigMap does not exist yet."""
+    """What is published now; NOTHING_PUBLISHED when the ConfigMap does not exist yet. Raises
+    CorruptAssignment when it holds no publication: nothing may be published over it blindly."""
     path = core_path(app.namespace, "configmaps", names.assignment_configmap(app.name))
     try:
         configmap = await api.get(path)
@@ -79,7 +59,7 @@ async def load_published(api: KubeClient, app: AppRef) -> Published:
             return NOTHING_PUBLISHED
         raise
     version = (configmap.get("metadata") or {}).get("resourceVersion")
-    return Published(read_publication(configmap), str(version) if version else None)
+    return Published(from_configmap(configmap), str(version) if version else None)
 
 
 async def publish(api: KubeClient, app: AppRef, current: Published, publication: Publication) -> Published:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment, Plan
+from smoothscale.assignor.models import Plan
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .appref import AppRef
 from .context import OperatorContext
@@ -34,6 +34,7 @@ class AppReporter:
         self._generation = generation
         self._labels = (app.namespace, app.name)
         self._status: dict[str, Any] | None = None
+        self._status_model: StreamsAppStatus | None = None
         self._status_written: datetime | None = None
 
     # -- journal and events ----------------------------------------------------------------------------
@@ -135,7 +136,9 @@ class AppReporter:
 
     def previous_status(self, body: Mapping[str, Any]) -> StreamsAppStatus | None:
         """The status last written (or found on the object): conditions keep their transition times."""
-        raw = self._status if self._status is not None else body.get("status")
+        if self._status_model is not None:
+            return self._status_model  # what this operator wrote: no need to validate it again each round
+        raw = body.get("status")
         if not raw:
             return None
         try:
@@ -151,7 +154,7 @@ class AppReporter:
             resource_names.API_VERSION, self.app.namespace, resource_names.PLURAL, self.app.name, "status"
         )
         await self.ctx.api.patch(path, {"status": body})
-        self._status, self._status_written = body, now
+        self._status, self._status_model, self._status_written = body, status, now
 
     def _due(self, body: dict[str, Any], now: datetime) -> bool:
         old = self._status

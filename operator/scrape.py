@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 from .control.observed import FailureReason, LearnedSubtopology, PodMetrics, ScrapeFailure, ScrapeResult
 from .control.pods import PodInfo
@@ -56,32 +58,31 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
     fallbacks: dict[str, int] = {}
     topology: list[LearnedSubtopology] = []
     try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == names.assignment_generation:
-                    value = _count(sample.value, sample.name)
-                    generation = value if generation is None else max(generation, value)
-                    continue
-                reason = sample.labels.get("reason")
-                if sample.name == contract.ASSIGNOR_FALLBACKS_METRIC and reason:
-                    fallbacks[reason] = fallbacks.get(reason, 0) + _count(sample.value, sample.name)
-                    continue
-                if sample.name == contract.TOPOLOGY_PARTITIONS_METRIC:
-                    topology.append(_subtopology(sample.labels, _count(sample.value, sample.name)))
-                    continue
-                task = sample.labels.get(_TASK_LABEL)
-                if sample.name == names.task_process_rate and task:
-                    rates[task] = rates.get(task, 0.0) + _non_negative(sample.value, sample.name)
-                    continue
-                target = (
-                    lags
-                    if sample.name == names.task_lag
-                    else ends
-                    if sample.name == names.changelog_end_offset
-                    else None
-                )
-                if target is not None and task:
-                    target[task] = target.get(task, 0) + _count(sample.value, sample.name)
+        for sample in _samples(text):
+            if sample.name == names.assignment_generation:
+                value = _count(sample.value, sample.name)
+                generation = value if generation is None else max(generation, value)
+                continue
+            reason = sample.labels.get("reason")
+            if sample.name == contract.ASSIGNOR_FALLBACKS_METRIC and reason:
+                fallbacks[reason] = fallbacks.get(reason, 0) + _count(sample.value, sample.name)
+                continue
+            if sample.name == contract.TOPOLOGY_PARTITIONS_METRIC:
+                topology.append(_subtopology(sample.labels, _count(sample.value, sample.name)))
+                continue
+            task = sample.labels.get(_TASK_LABEL)
+            if sample.name == names.task_process_rate and task:
+                rates[task] = rates.get(task, 0.0) + _non_negative(sample.value, sample.name)
+                continue
+            target = (
+                lags
+                if sample.name == names.task_lag
+                else ends
+                if sample.name == names.changelog_end_offset
+                else None
+            )
+            if target is not None and task:
+                target[task] = target.get(task, 0) + _count(sample.value, sample.name)
     except InvalidMetricsError:
         raise
     except (ValueError, TypeError, IndexError, KeyError) as error:
@@ -94,6 +95,42 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
         fallbacks=fallbacks,
         topology=tuple(sorted(topology, key=lambda sub: sub.name)),
     )
+
+
+class _Sample(NamedTuple):
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_SIMPLE_LINE = re.compile(
+    rf'(?:(?P<name>{_NAME})(?:\{{(?P<labels>(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*",?)*)\}})?'
+    r" (?P<value>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?Inf|NaN)(?: -?[0-9]+)?"
+    rf"|# (?:TYPE {_NAME} (?:counter|gauge|untyped|summary|histogram)|HELP {_NAME}(?: [^\\]*)?)|)"
+)
+_SIMPLE_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*)"')
+
+
+def _samples(text: str) -> list[_Sample]:
+    """Every sample of an exposition. Pods write the plain form (no escapes, single spaces), which one
+    regular expression reads several times faster than prometheus-client's general parser (parsing was
+    the largest single cost of a steady operator: every pod, every scrape interval); any other line sends
+    the whole text to that parser, so what is accepted and what it means stay the library's."""
+    samples = []
+    for line in text.split("\n"):
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None:
+            return [
+                _Sample(s.name, s.labels, s.value)
+                for f in text_string_to_metric_families(text)
+                for s in f.samples
+            ]
+        name = match["name"]
+        if name is not None:
+            labels = dict(_SIMPLE_LABEL.findall(match["labels"] or ""))
+            samples.append(_Sample(name, labels, float(match["value"])))
+    return samples
 
 
 def _subtopology(labels: Mapping[str, str], partitions: int) -> LearnedSubtopology:

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from confluent_kafka import KafkaException
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 
 from .demo import APP, NAMESPACE, PARTITIONS, demo_app
 from .kafka.broker import KafkaCluster

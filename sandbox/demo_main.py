@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 from smoothscale.operator.crd import crd_yaml
 
 from .addresses import port_free

@@ -23,8 +23,9 @@ from typing import Any, Protocol
 
 import kubernetes
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.client import contract, from_configmap
+from smoothscale.client import from_configmap
+from smoothscale.contract import names as contract
+from smoothscale.contract.publication import Publication
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
 from .kafka_streams import KafkaStreamsCommand, by_runtime

@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
 from smoothscale.operator.resource import Runtime

@@ -39,8 +39,8 @@ from typing import Any
 
 import kubernetes
 
-from smoothscale.client import contract
 from smoothscale.client.follow import Body, Follower, short_error
+from smoothscale.contract import names as contract
 
 from .podruntime import Container, Launch, PodRuntime
 from .podspec import app_settings, grace_seconds, restarts_after, state_volume

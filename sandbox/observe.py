@@ -14,8 +14,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
+from smoothscale.contract.publication import ClientAssignment
 
 from .harness import Sandbox
 from .scheduling import node_name

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 Body = Mapping[str, Any]
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 from . import environment as env
 from .addresses import LoopbackAddresses

@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment, Task
+from smoothscale.assignor.models import Task
 from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.control.scaling import PodSetPlan
 from smoothscale.simulation import invariants
 from smoothscale.simulation.events import FollowUp, Script
@@ -154,10 +154,11 @@ class Simulation:
         self.script = Script(scenario, self.cluster)
         self.operator = Operator(
             make_strategy(strategy, scenario.operator.replan_min_interval_seconds),
-            scenario.planner,
+            scenario.planner_config(),
             self.cluster.tasks.models,
             EPOCH,
             scenario.app,
+            scaling=scenario.scaling,
         )
         config = self.operator.config
         self.recorder = Recorder(self.cluster, config.acceptable_recovery_lag, config.max_warmup_replicas)
@@ -252,7 +253,7 @@ class Simulation:
         self.recorder.skew()
         if (
             self.recorder.waiting
-            and self.operator.at_rest(self.view)
+            and self.operator.at_rest(self.view, self.script.spec)
             and self.cluster.rates().processing.all()
         ):
             self.recorder.balanced(self.now, self.operator.published.assignment)

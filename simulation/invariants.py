@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 from smoothscale.simulation.state import ACTIVE, Cluster, Pod
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment
 from smoothscale.simulation.state import ACTIVE, NONE, Cluster, Pod
 
 

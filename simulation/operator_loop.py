@@ -4,7 +4,7 @@ Every decision is the real operator's (`smoothscale.operator.control`): which po
 take back and retire (`scaling.plan_pod_set`, from the spec the user set and the pods the cluster lists;
 `podset.py` carries the decisions out), whether to plan (`planning.decide_planning`: the probing trigger,
 caught-up copies, the follow-up probe), the planner's input (`snapshot.planner_input`: a task still being
-revoked counts as its old owner's active) and what to publish next (`publishing.next_generation`, the
+revoked counts as its old owner's active) and what to publish next (`handover.next_generation`, the
 two-phase hand-over). This module only turns what the simulated cluster shows into the core's inputs and
 remembers what a real operator would: its last plan and the publication. A restart (the drafts' leader
 crash) forgets the plan but keeps the publication, which lives in the assignment ConfigMap.
@@ -17,27 +17,24 @@ What differs between the strategies the simulator compares is theirs alone (`str
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Final, Protocol
+from typing import Protocol
 
-from smoothscale.assignor.handover import EMPTY, Publication, is_settled
-from smoothscale.assignor.models import ClientAssignment, Plan, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.models import Plan, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
+from smoothscale.operator.control import round as core_round
+from smoothscale.operator.control.autoscale import ScaleDownHold
+from smoothscale.operator.control.handover import is_settled, next_generation
 from smoothscale.operator.control.names import ordinal_of
 from smoothscale.operator.control.planning import PlanningInput, decide_planning
 from smoothscale.operator.control.pods import PodInfo, leaving_since
-from smoothscale.operator.control.probing import PlanMemory, fingerprint, holders, settled
-from smoothscale.operator.control.publishing import next_generation
-from smoothscale.operator.control.scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
+from smoothscale.operator.control.probing import PlanMemory, fingerprint
+from smoothscale.operator.control.scaling import PodSetPlan, as_planned
 from smoothscale.operator.control.snapshot import ClientObservation, planner_input
-from smoothscale.operator.resource import ScalingSpec, UpdateStrategy
+from smoothscale.operator.resource import ScalingSpec, scaling_policy
 from smoothscale.simulation.strategies import Strategy
-
-STRATEGY: Final = UpdateStrategy.SWAP
-"""A new template (a host swap) surges new pods and drains old ones; rolling restarts are not simulated."""
-SCALING: Final = ScalingSpec()
-"""The StreamsApp's default scaling settings (maxSurge 100%)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +111,16 @@ class Operator:
         epoch: datetime,
         app: str,
         *,
+        scaling: ScalingSpec | None = None,
         kafka_rebalances: bool = False,
     ) -> None:
-        """`kafka_rebalances`: the pods run Kafka Streams (`spec.runtime: KafkaStreams`), whose cooperative
-        rebalance hands tasks over: each plan is published in one generation, as the operator does."""
+        """`scaling`: the StreamsApp's `spec.scaling` (its defaults when None), read as the operator reads
+        it (`resource.scaling_policy`); `kafka_rebalances`: the pods run Kafka Streams (`spec.runtime:
+        KafkaStreams`), whose cooperative rebalance hands tasks over: each plan is published in one
+        generation, as the operator does."""
         self.strategy = strategy
+        self.scaling = scaling if scaling is not None else ScalingSpec()
+        self.hold = ScaleDownHold()
         self.kafka_rebalances = kafka_rebalances
         self.config = strategy.planner_config(config)
         self.tasks = tasks
@@ -135,6 +137,7 @@ class Operator:
 
     def restart(self) -> None:
         self._remember(None, {})
+        self.hold = ScaleDownHold()
 
     def _remember(self, memory: PlanMemory | None, desired: dict[str, ClientAssignment]) -> None:
         self._memory, self._desired = memory, desired
@@ -243,21 +246,23 @@ class Operator:
         return self._plan_pod_set(now, self.pod_infos(view.listed_pods()), spec)
 
     def _plan_pod_set(self, now: float, pods: list[PodInfo], spec: AppSpec) -> PodSetPlan:
-        return plan_pod_set(
-            PodSetInput(
-                app=self.app,
-                replicas=spec.replicas,
-                revision=spec.revision,
-                strategy=STRATEGY,
-                max_surge=SCALING.max_surge_pods(spec.replicas),
-                scale_down_timeout=self.config.scale_down_timeout_seconds,
-                delete_claims=False,
-                pods=pods,
-                holding=holders(self.published),
-                settled=settled(self._memory, self.published),
-                now=self._instant(now),
-            )
+        """The operator's pod-set decision (`round.decide_pod_set`), scale-down stabilisation included."""
+        policy = replace(
+            scaling_policy(self.scaling, spec.replicas),
+            scale_down_timeout=self.config.scale_down_timeout_seconds,  # `Scenario.planner_config`'s
         )
+        decided, self.hold = core_round.decide_pod_set(
+            self.app,
+            spec.replicas,
+            spec.revision,
+            policy,
+            pods,
+            self.published,
+            self._memory,
+            self.hold,
+            self._instant(now),
+        )
+        return decided
 
     def _maybe_plan(
         self, now: float, view: View, pods: list[PodReport], planned: Mapping[str, PodInfo]
@@ -312,10 +317,14 @@ class Operator:
         """Whether the publication still has to catch up with the plan (worth polling before the scrape)."""
         return self._memory is not None and not self._published_as_desired()
 
-    def at_rest(self, view: View) -> bool:
-        """The last plan completes the rebalance, is fully published and applied, and nobody is leaving."""
+    def at_rest(self, view: View, spec: AppSpec) -> bool:
+        """The last plan completes the rebalance, is fully published and applied, nobody is leaving, no
+        scale-down is held (`scaleDownStabilization`) and every pod runs the spec's template (a rolling
+        restart is done)."""
         memory = self._memory
         if memory is None or not self.strategy.is_final(memory.plan) or not self._published_as_desired():
+            return False
+        if self.hold.since is not None or any(p.revision != spec.revision for p in view.listed_pods()):
             return False
         pods = view.running_pods()
         if any(p.leaving_since is not None for p in pods):

@@ -2,10 +2,11 @@
 
 `plan_pod_set` decides (in `operator_loop.Operator`); this module does what `operator/podactions.py` does
 through the API: marks pods leaving with the round's time and the core's reason, takes marks back, removes
-retired pods, and creates the pods of the ordinals the core chose (`events.Script` schedules them in a zone
-and boots them). Three of the core's decisions never arise here: leaving times to stamp (a simulated drain
-always carries its time), stopped pods (a simulated pod never ends Succeeded or Failed) and rolling
-restarts (the simulated template changes are swaps).
+retired pods and pods to restart (`updateStrategy: RollingRestart`: the pod set creates the ordinal again,
+of the new template, once no generation names it), and creates the pods of the ordinals the core chose
+(`events.Script` schedules them in a zone and boots them). Two of the core's decisions never arise here:
+leaving times to stamp (a simulated drain always carries its time) and stopped pods (a simulated pod never
+ends Succeeded or Failed).
 """
 
 from __future__ import annotations
@@ -33,4 +34,6 @@ def carry_out(
         if check:
             invariants.check_retirement(pod, now, timeout)
         cluster.remove(pod)
+    for name in decided.restart:
+        cluster.remove(cluster.pods[cluster.by_name[name]])
     return [script.create_pod(ordinal) for ordinal in decided.create]

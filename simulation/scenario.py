@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from smoothscale.assignor.models import PlannerConfig
+from smoothscale.operator.resource import ScalingSpec
+from smoothscale.operator.resource.durations import parse_duration
 
 Seconds = Annotated[float, Field(ge=0)]
 
@@ -124,9 +126,10 @@ class ScaleIn(EventBase):
 
 
 class HostSwap(EventBase):
-    """Online host swap (the drafts): a new pod template with `updateStrategy: Swap` and the default maxSurge
-    (100%): the operator surges a new pod for every old one and marks an old pod leaving for each new pod
-    that is ready (has read its assignment)."""
+    """Online host swap (the drafts): a new pod template. With `scaling.updateStrategy: Swap` (the default)
+    the operator surges new pods (up to `scaling.maxSurge`, 100% by default) and marks an old pod leaving
+    for each new pod that is ready (has read its assignment); with `RollingRestart` it restarts the old pods
+    one at a time, each once the app has settled."""
 
     type: Literal["hostSwap"]
     pod_spec: PodSpec | None = Field(
@@ -194,6 +197,11 @@ class Scenario(ScenarioModel):
     pods: PodsSpec
     topology: TopologySpec
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    scaling: ScalingSpec = Field(
+        default_factory=ScalingSpec,
+        description="the StreamsApp's spec.scaling, as the operator reads it (updateStrategy, maxSurge, "
+        "scaleDownTimeout, scaleDownStabilization)",
+    )
     operator: OperatorSpec = Field(default_factory=OperatorSpec)
     initial_standby_lag_records: int = Field(
         0, ge=0, description="how far the standbys are behind at the start (KIP-441's lagging standbys)"
@@ -205,6 +213,14 @@ class Scenario(ScenarioModel):
     max_duration_seconds: float = Field(
         2 * 86_400, gt=0, description="give up waiting for balance after this long"
     )
+
+    def planner_config(self) -> PlannerConfig:
+        """`planner`, with `scaling.scaleDownTimeout` where it is set: as the operator's `planner_config`
+        takes the timeout from the spec's scaling settings."""
+        timeout = self.scaling.scale_down_timeout
+        if timeout is None:
+            return self.planner
+        return self.planner.model_copy(update={"scale_down_timeout_seconds": parse_duration(timeout)})
 
     def subtopology_names(self) -> list[str]:
         return [s.name if s.name is not None else str(i) for i, s in enumerate(self.topology.subtopologies)]
@@ -249,6 +265,12 @@ def scenario_problems(scenario: Scenario) -> list[str]:
     names = scenario.subtopology_names()
     for dup in sorted(n for n, k in Counter(names).items() if k > 1):
         problems.append(f"topology.subtopologies[].name: {dup!r} appears more than once")
+    planned_timeout = scenario.planner.scale_down_timeout_seconds
+    if scenario.scaling.scale_down_timeout is not None and planned_timeout is not None:
+        problems.append(
+            "scaling.scaleDownTimeout: set it here or as planner.scaleDownTimeoutSeconds, not both "
+            "(the operator has one setting, spec.scaling.scaleDownTimeout)"
+        )
     if scenario.duration_seconds is None and not scenario.events:
         problems.append("durationSeconds: required when there are no events (nothing to wait for)")
     replicas = created = scenario.pods.count

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from smoothscale.assignor.models import ClientAssignment, Task
+from smoothscale.assignor.models import Task
+from smoothscale.contract.publication import ClientAssignment
 from smoothscale.simulation.scenario import PodSpec
 
 FloatArray = npt.NDArray[np.float64]

@@ -24,8 +24,8 @@ from abc import ABC
 from collections.abc import Mapping, Set
 from typing import ClassVar
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment, Plan, PlannerConfig
+from smoothscale.assignor.models import Plan, PlannerConfig
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 KAFKA_PROBING_INTERVAL_SECONDS = 600.0
 """Kafka Streams' default `probing.rebalance.interval.ms` (KIP-441)."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 
 from .pods import PodInfo
 
@@ -71,9 +71,9 @@ def staying_current(pods: Sequence[PodInfo], revision: str) -> int:
     return sum(1 for p in pods if p.revision == revision and not (p.is_leaving or p.deleting or p.stopped))
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScaleDownHold:
-    """The stabilisation window of one app: remembers since when a scale-down has been held.
+    """The stabilisation window of one app: since when a scale-down has been held (an immutable value).
 
     Memory only (a debounce): after an operator restart a scale-down may be held for up to one more window.
     """
@@ -82,12 +82,10 @@ class ScaleDownHold:
 
     def replicas(
         self, wanted: int, staying: int, migrating: bool, window: timedelta | None, now: datetime
-    ) -> int:
-        """The replicas to act on: `staying` (no pod marked leaving) while a scale-down to `wanted` waits
-        for warmups, for at most `window`; else `wanted`."""
+    ) -> tuple[int, ScaleDownHold]:
+        """The replicas to act on, and the hold after this round: `staying` (no pod marked leaving) while a
+        scale-down to `wanted` waits for warmups, for at most `window`; else `wanted`."""
         if window is None or wanted >= staying or not migrating:
-            self.since = None
-            return wanted
-        if self.since is None:
-            self.since = now
-        return staying if now - self.since < window else wanted
+            return wanted, ScaleDownHold()
+        since = self.since if self.since is not None else now
+        return (staying if now - since < window else wanted), ScaleDownHold(since)

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from enum import StrEnum
 
-from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import RackUnknown
+from smoothscale.contract.publication import Publication
 
 from .observed import ScrapeFailure
 from .scaling import PodSetPlan, RetireReason

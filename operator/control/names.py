@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from smoothscale.client.contract import (
+from smoothscale.contract.names import (
     APP_ENV,
     APP_LABEL,
     ASSIGNMENT_CONFIGMAP_ENV,

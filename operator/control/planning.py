@@ -10,8 +10,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import CatchUpTrigger
+from smoothscale.contract.publication import Publication
 
 from .probing import (
     PlanMemory,

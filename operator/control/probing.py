@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from smoothscale.assignor.handover import Publication, is_settled
-from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, Plan
+from smoothscale.assignor.models import CatchUpTrigger, Plan
+from smoothscale.contract.publication import ClientAssignment, Publication
+from smoothscale.operator.control.handover import is_settled
 
 from .snapshot import ClientObservation
 

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 
 from .observed import PodMetrics, ScrapeResult
 
@@ -44,25 +45,30 @@ def owner_rates(results: Mapping[str, ScrapeResult], published: Publication) -> 
     return rates
 
 
+@dataclass(frozen=True)
 class ProcessRates:
-    """Exponentially weighted means of the tasks' processing rates (records/s), one per app."""
+    """Exponentially weighted means of the tasks' processing rates (records/s), one per app: an immutable
+    value, each round's samples make the next one."""
 
-    def __init__(self, time_constant: float = TIME_CONSTANT_SECONDS) -> None:
-        self.time_constant = time_constant
-        self._means: dict[str, float] = {}
-        self._sampled_at: dict[str, datetime] = {}
+    time_constant: float = TIME_CONSTANT_SECONDS
+    _means: Mapping[str, float] = field(default_factory=dict)
+    _sampled_at: Mapping[str, datetime] = field(default_factory=dict)
 
-    def observe(self, rates: Mapping[str, float], now: datetime) -> None:
-        """Fold one round's samples in; a task's first sample is its mean."""
+    def observe(self, rates: Mapping[str, float], now: datetime) -> ProcessRates:
+        """These means with one round's samples folded in; a task's first sample is its mean."""
+        if not rates:
+            return self
+        means, sampled_at = dict(self._means), dict(self._sampled_at)
         for task, rate in rates.items():
-            last = self._sampled_at.get(task)
+            last = sampled_at.get(task)
             if last is None:
-                self._means[task] = rate
+                means[task] = rate
             else:
                 age = max((now - last).total_seconds(), 0.0)
                 keep = math.exp(-age / self.time_constant)
-                self._means[task] = keep * self._means[task] + (1 - keep) * rate
-            self._sampled_at[task] = now
+                means[task] = keep * means[task] + (1 - keep) * rate
+            sampled_at[task] = now
+        return replace(self, _means=means, _sampled_at=sampled_at)
 
     def means(self) -> dict[str, float]:
         return dict(self._means)

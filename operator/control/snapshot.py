@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import BalanceBy, Client, ClientAssignment, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.models import BalanceBy, Client, PlannerConfig, Snapshot, Task
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 from ..resource import StreamsAppSpec, input_partition_racks, planner_config
 from .observed import PodMetrics, ScrapeResult

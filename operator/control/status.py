@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import PlanStats, RackUnknown
+from smoothscale.contract.publication import Publication
 
 from ..resource import (
     AssignmentStatus,

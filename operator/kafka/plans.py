@@ -25,8 +25,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from smoothscale.assignor.handover import Publication, encode_publication
 from smoothscale.client import streams_protocol as names
+from smoothscale.contract.configmap import encode_publication
+from smoothscale.contract.publication import Publication
 
 PLAN_TOPIC_CONFIG: Final = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
 

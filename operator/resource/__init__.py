@@ -7,7 +7,7 @@ Import from here; the submodules each hold one concern (`spec`, `kafka`, `status
 from .app import StreamsApp
 from .kafka import KafkaSecretRef, KafkaSpec, SaslMechanism, SecurityProtocol
 from .kafkastatus import ChangelogStatus, ConsumerGroupMember, ConsumerGroupStatus, KafkaStatus
-from .planner import input_partition_racks, planner_config
+from .planner import ScalingPolicy, input_partition_racks, planner_config, scaling_policy
 from .spec import (
     AssignmentSpec,
     MetricNames,
@@ -64,6 +64,7 @@ __all__ = [
     "RackAwareSpec",
     "Runtime",
     "SaslMechanism",
+    "ScalingPolicy",
     "ScalingSpec",
     "SecurityProtocol",
     "StorageSpec",
@@ -76,6 +77,7 @@ __all__ = [
     "input_partition_racks",
     "load_spec",
     "planner_config",
+    "scaling_policy",
     "semantic_problems",
     "spec_problems",
 ]

@@ -1,20 +1,59 @@
-"""From a `StreamsApp` spec to what the planner takes (Contract 1, docs/architecture.md).
+"""From a `StreamsApp` spec to what the decisions take: the planner's config (Contract 1,
+docs/architecture.md) and the pod set's scaling policy.
 
-The spec speaks Kubernetes (duration strings, settings grouped by concern); the planner speaks seconds and a
-flat config. This is the one place that translates, so that a new planner setting needs one new line here
-and a test notices when it is missing.
+The spec speaks Kubernetes (duration strings, percentages, settings grouped by concern); the decisions speak
+seconds, pod counts and flat configs. This is the one place that translates, so that a new setting needs one
+new line here and a test notices when it is missing. The operator and the simulator both go through it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
 
 from smoothscale.assignor.models import PlannerConfig, RackAwareConfig
 
 from .durations import parse_duration
-from .spec import StreamsAppSpec, SubtopologySpec
+from .spec import ScalingSpec, StreamsAppSpec, SubtopologySpec, UpdateStrategy
 
-__all__ = ["input_partition_racks", "planner_config"]
+__all__ = ["ScalingPolicy", "input_partition_racks", "max_surge_pods", "planner_config", "scaling_policy"]
+
+
+@dataclass(frozen=True)
+class ScalingPolicy:
+    """`spec.scaling` (and the claims' fate) in the pod set's terms."""
+
+    strategy: UpdateStrategy
+    max_surge: int
+    """Extra pods allowed while replacing pods (maxSurge; a percentage of `replicas`, rounded up)."""
+    scale_down_timeout: float | None
+    """Seconds after which a leaving pod goes even if nobody caught up on its tasks (None: never)."""
+    stabilization: timedelta | None
+    """scaleDownStabilization: how long a scale-down may wait for warmups in flight (None: off)."""
+    delete_claims: bool
+    """A retired pod's state claim goes with it (`storage.deleteOnScaleDown`)."""
+
+
+def max_surge_pods(max_surge: int | str, replicas: int) -> int:
+    """Extra pods allowed for `replicas`; a percentage rounds up, as Kubernetes rounds maxSurge."""
+    if isinstance(max_surge, int):
+        return max_surge
+    return math.ceil(replicas * int(max_surge.rstrip("%")) / 100)
+
+
+def scaling_policy(scaling: ScalingSpec, replicas: int, *, delete_claims: bool = False) -> ScalingPolicy:
+    """The pod set's policy for `scaling` at `replicas` (which must have passed validation)."""
+    window = scaling.scale_down_stabilization
+    timeout = scaling.scale_down_timeout
+    return ScalingPolicy(
+        strategy=scaling.update_strategy,
+        max_surge=max_surge_pods(scaling.max_surge, replicas),
+        scale_down_timeout=None if timeout is None else parse_duration(timeout),
+        stabilization=None if window is None else timedelta(seconds=parse_duration(window)),
+        delete_claims=delete_claims,
+    )
 
 
 def planner_config(spec: StreamsAppSpec) -> PlannerConfig:

@@ -9,14 +9,13 @@ fields' defaults too, and `kubectl get -o yaml` shows the settings actually in f
 
 from __future__ import annotations
 
-import math
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from smoothscale.assignor.models import BalanceBy, CatchUpTrigger, RackStrategy
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 
 from .base import SpecModel
 from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone
@@ -244,12 +243,6 @@ class ScalingSpec(SpecModel):
         "most this long (damps a flapping autoscaler; the held scale-down may then move tasks that just "
         "moved). Absent: a scale-down re-targets the migration at once.",
     )
-
-    def max_surge_pods(self, replicas: int) -> int:
-        """Extra pods allowed for `replicas`; a percentage rounds up, as Kubernetes rounds maxSurge."""
-        if isinstance(self.max_surge, int):
-            return self.max_surge
-        return math.ceil(replicas * int(self.max_surge.rstrip("%")) / 100)
 
 
 class StorageSpec(SpecModel):

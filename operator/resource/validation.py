@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from .durations import parse_duration
+from .planner import max_surge_pods
 from .spec import StreamsAppSpec, UpdateStrategy
 
 __all__ = ["InvalidSpecError", "load_spec", "semantic_problems", "spec_problems"]
@@ -120,7 +121,10 @@ def _assignment_problems(spec: StreamsAppSpec) -> Iterator[str]:
 
 def _scaling_problems(spec: StreamsAppSpec) -> Iterator[str]:
     scaling = spec.scaling
-    if scaling.update_strategy is UpdateStrategy.SWAP and scaling.max_surge_pods(max(spec.replicas, 1)) < 1:
+    if (
+        scaling.update_strategy is UpdateStrategy.SWAP
+        and max_surge_pods(scaling.max_surge, max(spec.replicas, 1)) < 1
+    ):
         yield (
             f"spec.scaling.maxSurge: must allow at least one extra pod when updateStrategy is Swap "
             f"(got {scaling.max_surge!r})"

@@ -21,7 +21,6 @@ stand-in with this runtime against an emulator and yields the runtime: what test
 from __future__ import annotations
 
 import asyncio
-import base64
 import itertools
 import random
 import signal
@@ -37,8 +36,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from smoothscale.assignor.handover import Publication, decode_publication
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
+from smoothscale.contract.configmap import from_configmap
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.control import names
 from smoothscale.sandbox.kubelet import Kubelet
 from smoothscale.sandbox.podruntime import Body, Launch
@@ -337,10 +337,9 @@ async def _close(pod: FakePod) -> None:
 
 def _publication(configmap: Mapping[str, Any]) -> tuple[str, Publication] | None:
     app = ((configmap.get("metadata") or {}).get("labels") or {}).get(contract.APP_LABEL)
-    encoded = (configmap.get("binaryData") or {}).get(contract.ASSIGNMENT_KEY)
-    if not app or not encoded:
+    if not app or contract.ASSIGNMENT_KEY not in (configmap.get("binaryData") or {}):
         return None
-    return app, decode_publication(base64.b64decode(encoded))
+    return app, from_configmap(configmap)
 
 
 @contextmanager

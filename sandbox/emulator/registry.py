@@ -12,7 +12,7 @@ from typing import Any
 
 import kmock
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 from smoothscale.operator.crd import build_crd
 
 from .api import ExtendedEmulator

@@ -17,16 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smoothscale.assignor.models import (
-    BalanceBy,
-    Client,
-    ClientAssignment,
-    ClientTarget,
-    Plan,
-    RackStrategy,
-    Snapshot,
-    Task,
-)
+from smoothscale.assignor.models import BalanceBy, Client, ClientTarget, Plan, RackStrategy, Snapshot, Task
+from smoothscale.contract.publication import ClientAssignment
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 """The planning instant of every hand-built scenario: fixed, so that expiry arithmetic is exact."""

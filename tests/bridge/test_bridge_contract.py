@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from smoothscale.assignor.handover import Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
 

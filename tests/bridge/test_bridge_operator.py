@@ -22,8 +22,9 @@ import kubernetes
 import pytest
 from confluent_kafka import KafkaException
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.client import contract, from_configmap
+from smoothscale.client import from_configmap
+from smoothscale.contract import names as contract
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.background import running

@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
 from smoothscale.client import streams_protocol as names
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.kafka import plans
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import (

@@ -21,10 +21,11 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from smoothscale.assignor.handover import Publication, decode_publication, encode_publication
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener, contract
+from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener
 from smoothscale.client.publication import CorruptAssignment, from_configmap, from_mounted_dir
+from smoothscale.contract import names as contract
+from smoothscale.contract.configmap import decode_publication, encode_publication
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 POD = "orders-0"
 APPLIED = 5

@@ -7,15 +7,10 @@ import random
 
 import pytest
 
-from smoothscale.assignor.handover import (
-    EMPTY,
-    Publication,
-    decode_publication,
-    encode_publication,
-    is_settled,
-    next_publication,
-)
-from smoothscale.assignor.models import ClientAssignment as A
+from smoothscale.contract.configmap import decode_publication, encode_publication
+from smoothscale.contract.publication import EMPTY, Publication
+from smoothscale.contract.publication import ClientAssignment as A
+from smoothscale.operator.control.handover import is_settled, next_publication
 
 
 def publish(

@@ -1,8 +1,8 @@
 """Regression (found by tests/fuzz/test_fuzz_assignment.py): an assignment whose gzip header is intact but
 whose deflate stream is corrupt raised `zlib.error` out of `decode_publication`, which neither the client
-library (`CorruptAssignment`) nor the operator (`AssignmentUnreadableError`) expects: the pod logged a bare
-follower error at every poll instead of "ignores a corrupt assignment; current work continues", and the
-operator's read of its own ConfigMap failed outright."""
+library nor the operator expected (both now read through the contract's one codec, which raises
+`CorruptAssignment`): the pod logged a bare follower error at every poll instead of "ignores a corrupt
+assignment; current work continues", and the operator's read of its own ConfigMap failed outright."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ import base64
 
 import pytest
 
-from smoothscale.assignor.handover import Publication, decode_publication, encode_publication
-from smoothscale.client.publication import CorruptAssignment, from_configmap
-from smoothscale.operator.publish import AssignmentUnreadableError, read_publication
+from smoothscale.contract.configmap import (
+    CorruptAssignment,
+    decode_publication,
+    encode_publication,
+    from_configmap,
+)
+from smoothscale.contract.publication import Publication
 
 
 def _corrupt_stream() -> bytes:
@@ -26,12 +30,10 @@ def _configmap(raw: bytes) -> dict[str, object]:
 
 
 def test_a_corrupt_deflate_stream_is_an_undecodable_publication() -> None:
-    with pytest.raises(ValueError, match="not gzip data"):
+    with pytest.raises(CorruptAssignment, match="not gzip data"):
         decode_publication(_corrupt_stream())
 
 
-def test_the_pod_and_the_operator_both_call_it_corrupt() -> None:
+def test_the_configmap_codec_calls_it_corrupt() -> None:
     with pytest.raises(CorruptAssignment):
         from_configmap(_configmap(_corrupt_stream()))
-    with pytest.raises(AssignmentUnreadableError):
-        read_publication(_configmap(_corrupt_stream()))

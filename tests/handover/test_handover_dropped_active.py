@@ -8,8 +8,8 @@ read the one that stopped it.
 
 from __future__ import annotations
 
-from smoothscale.assignor.handover import EMPTY, is_settled, next_publication
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import EMPTY, ClientAssignment
+from smoothscale.operator.control.handover import is_settled, next_publication
 
 ALIVE = frozenset({"p-0", "p-1"})
 

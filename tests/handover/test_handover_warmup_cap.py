@@ -7,8 +7,9 @@ warmups wait for its slot instead of being published beside it.
 
 from __future__ import annotations
 
-from smoothscale.assignor.handover import EMPTY, next_publication
-from smoothscale.assignor.models import ClientAssignment as A
+from smoothscale.contract.publication import EMPTY
+from smoothscale.contract.publication import ClientAssignment as A
+from smoothscale.operator.control.handover import next_publication
 
 ALIVE = {"p0", "p1", "p2"}
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from smoothscale.assignor.handover import EMPTY
+from smoothscale.contract.publication import EMPTY
 from smoothscale.operator.control.snapshot import build_snapshot, changelog_sizes
 from smoothscale.operator.kafka.observer import availability_events
 from smoothscale.operator.kafka.reader import KafkaReadError

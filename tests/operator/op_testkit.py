@@ -6,7 +6,6 @@ The pods themselves run in the kubelet stand-in with pods faked in memory
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 import sys
@@ -16,7 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from smoothscale.assignor.handover import Publication, decode_publication
+from smoothscale.contract.configmap import from_configmap
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.control.pods import PodInfo
 
 NAMESPACE = "default"
@@ -166,10 +166,7 @@ class Kubectl:
             if error.status == 404:
                 return None
             raise
-        raw = base64.b64decode(configmap.binary_data["assignment.json.gz"])
-        publication = decode_publication(raw)
-        assert configmap.data["generation"] == str(publication.generation)
-        return publication
+        return from_configmap(self.core.api_client.sanitize_for_serialization(configmap))
 
     def events(self, name: str = "orders") -> list[tuple[str, str, str]]:
         """(type, reason, message) of the app's events, oldest first."""

@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from op_testkit import pod_record
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.control.autoscale import ScaleDownHold, recommended_replicas, staying_current
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
@@ -45,14 +44,19 @@ def test_never_more_pods_than_tasks_nor_fewer_than_one() -> None:
 
 def test_the_window_holds_a_scale_down_only_while_warmups_are_in_flight_and_at_most_the_window() -> None:
     window = timedelta(minutes=5)
+    steps = [
+        (4, 6, True, None, NOW, 4),  # off by default
+        (8, 6, True, window, NOW, 8),  # a scale-up is never held
+        (4, 6, False, window, NOW, 4),  # nothing warming: at once
+        (4, 6, True, window, NOW, 6),
+        (4, 6, True, window, NOW + timedelta(minutes=4), 6),
+        (4, 6, True, window, NOW + timedelta(minutes=5), 4),  # the window is over
+        (4, 4, False, window, NOW + timedelta(minutes=6), 4),
+    ]
     hold = ScaleDownHold()
-    assert hold.replicas(4, 6, True, None, NOW) == 4  # off by default
-    assert hold.replicas(8, 6, True, window, NOW) == 8  # a scale-up is never held
-    assert hold.replicas(4, 6, False, window, NOW) == 4  # nothing warming: at once
-    assert hold.replicas(4, 6, True, window, NOW) == 6
-    assert hold.replicas(4, 6, True, window, NOW + timedelta(minutes=4)) == 6
-    assert hold.replicas(4, 6, True, window, NOW + timedelta(minutes=5)) == 4  # the window is over
-    assert hold.replicas(4, 4, False, window, NOW + timedelta(minutes=6)) == 4
+    for wanted, staying, migrating, within, now, expected in steps:
+        replicas, hold = hold.replicas(wanted, staying, migrating, within, now)
+        assert replicas == expected, (wanted, staying, migrating, within, now)
     assert hold.since is None
 
 

@@ -8,16 +8,12 @@ from typing import Any
 
 import pytest
 
-from smoothscale.assignor.handover import Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.configmap import CorruptAssignment, from_configmap
+from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.control import names
 from smoothscale.operator.podset import build_pod, build_state_claim, template_revision
-from smoothscale.operator.publish import (
-    AssignmentUnreadableError,
-    build_assignment_configmap,
-    read_publication,
-)
+from smoothscale.operator.publish import build_assignment_configmap
 from smoothscale.operator.resource import StreamsAppSpec, load_spec
 
 APP = AppRef("streams", "orders", "uid-1")
@@ -112,7 +108,7 @@ def test_the_configmap_round_trips_a_publication() -> None:
     configmap = build_assignment_configmap(APP, publication)
     assert configmap["metadata"]["name"] == "orders-assignment"
     assert configmap["data"] == {"generation": "7"}
-    assert read_publication(configmap) == publication
+    assert from_configmap(configmap) == publication
 
 
 @pytest.mark.parametrize(
@@ -124,8 +120,8 @@ def test_the_configmap_round_trips_a_publication() -> None:
     ],
 )
 def test_a_configmap_without_a_publication_is_unreadable(binary: dict[str, str]) -> None:
-    with pytest.raises(AssignmentUnreadableError):
-        read_publication({"binaryData": binary})
+    with pytest.raises(CorruptAssignment):
+        from_configmap({"binaryData": binary})
 
 
 def test_fifty_thousand_tasks_fit_in_a_configmap() -> None:

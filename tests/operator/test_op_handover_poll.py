@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from smoothscale.assignor.handover import Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.control.publishing import awaited_owners, handover_poll_delay
+from smoothscale.operator.control.handover import awaited_owners, handover_poll_delay
 from smoothscale.operator.reconcile import Observation
 from smoothscale.operator.runtime import AppRuntime
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator.control.publishing import next_generation
+from smoothscale.contract.publication import ClientAssignment, Publication
+from smoothscale.operator.control.handover import next_generation
 from smoothscale.operator.resource import InvalidSpecError, Runtime, load_spec
 
 PUBLISHED = Publication(

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from op_testkit import Kubectl, actives, streamsapp, wait_for
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import CatchUpTrigger, ClientAssignment, ClientTarget, Plan, PlanStats
+from smoothscale.assignor.models import CatchUpTrigger, ClientTarget, Plan, PlanStats
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.control.probing import caught_up_moves
 from smoothscale.operator.control.rates import ProcessRates, owner_rates
 from smoothscale.operator.control.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
@@ -117,17 +117,15 @@ def test_a_tasks_rate_is_its_active_owners() -> None:
 
 
 def test_the_mean_decays_with_the_age_of_samples_not_their_number() -> None:
-    rates = ProcessRates(time_constant=60)
-    rates.observe({"0_0": 100.0}, NOW)
+    rates = ProcessRates(time_constant=60).observe({"0_0": 100.0}, NOW)
     assert rates.means() == {"0_0": 100.0}, "the first sample is the mean"
-    rates.observe({"0_0": 200.0}, NOW + timedelta(seconds=60))
+    rates = rates.observe({"0_0": 200.0}, NOW + timedelta(seconds=60))
     assert rates.means()["0_0"] == pytest.approx(100 + 100 * (1 - math.exp(-1)))
-    burst = ProcessRates(time_constant=60)
-    burst.observe({"0_0": 100.0}, NOW)
+    burst = ProcessRates(time_constant=60).observe({"0_0": 100.0}, NOW)
     for tick in range(1, 11):  # ten rounds within one second (pod events): together they weigh 1/60
-        burst.observe({"0_0": 1_000.0}, NOW + timedelta(seconds=tick / 10))
+        burst = burst.observe({"0_0": 1_000.0}, NOW + timedelta(seconds=tick / 10))
     assert burst.means()["0_0"] == pytest.approx(100 + 900 * (1 - math.exp(-1 / 60)))
-    burst.observe({"0_1": 5.0}, NOW)
+    burst = burst.observe({"0_1": 5.0}, NOW)
     assert set(burst.means()) == {"0_0", "0_1"}, "tasks are averaged independently"
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from smoothscale.assignor.handover import EMPTY, Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment
 from smoothscale.assignor.planner import plan
+from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication, Revocation
+from smoothscale.operator.control.handover import barrier_after_loss, barrier_pending, desired_reachable
 from smoothscale.operator.control.probing import (
     PlanMemory,
     PlanTrigger,
@@ -18,7 +18,6 @@ from smoothscale.operator.control.probing import (
     missing_holders,
     plan_trigger,
 )
-from smoothscale.operator.control.publishing import barrier_after_loss, barrier_pending, desired_reachable
 from smoothscale.operator.control.snapshot import (
     ClientObservation,
     build_snapshot,

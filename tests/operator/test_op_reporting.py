@@ -11,8 +11,8 @@ from pathlib import Path
 import aiohttp
 from op_testkit import pod_record
 
-from smoothscale.assignor.handover import EMPTY, Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment, PlanStats, RackUnknown
+from smoothscale.assignor.models import PlanStats, RackUnknown
+from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication, Revocation
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.control.events import (
     EventType,

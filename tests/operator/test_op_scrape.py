@@ -11,6 +11,7 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from op_testkit import pod_record
+from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.operator.resource import MetricNames, MetricsSpec
 from smoothscale.operator.scrape import (
@@ -19,6 +20,7 @@ from smoothscale.operator.scrape import (
     PodMetrics,
     ScrapeFailure,
     Scraper,
+    _samples,
     metrics_url,
     parse_metrics,
 )
@@ -135,3 +137,43 @@ async def test_pods_are_scraped_concurrently_and_failures_are_results(endpoints:
         "pod-garbage": FailureReason.INVALID_METRICS,
         "pod-gone": FailureReason.UNREACHABLE,
     }
+
+
+SIMPLE_LINES = st.one_of(
+    st.builds(
+        lambda name, task, value, stamp: f'{name}{{task="{task}"}} {value}{stamp}',
+        st.sampled_from(
+            [NAMES.task_lag, NAMES.changelog_end_offset, NAMES.task_process_rate, "other_metric"]
+        ),
+        st.sampled_from(["0_1", "1_12", "", "a b", "x,y"]),
+        st.one_of(
+            st.integers(-5, 10**12).map(str), st.sampled_from(["1.5", ".5", "1e3", "NaN", "+Inf", "-Inf"])
+        ),
+        st.sampled_from(["", " 1700000000000"]),
+    ),
+    st.builds(lambda g: f"{NAMES.assignment_generation} {g}", st.integers(0, 99)),
+    st.sampled_from(
+        ["", "# TYPE smoothscale_task_lag gauge", "# HELP smoothscale_task_lag lag of a task", "# a comment"]
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SIMPLE_LINES, max_size=12))
+def test_the_fast_path_reads_what_prometheus_client_reads(lines: list[str]) -> None:
+    """Plain expositions are read by a regular expression instead of prometheus-client's parser (much
+    faster); both must see the same samples, or refuse alike."""
+    text = "\n".join(lines) + "\n"
+    try:
+        expected = [
+            (s.name, dict(s.labels), repr(float(s.value)))
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        ]
+    except ValueError:
+        expected = None
+    try:
+        fast = [(s.name, dict(s.labels), repr(float(s.value))) for s in _samples(text)]
+    except ValueError:
+        fast = None
+    assert fast == expected

@@ -3,7 +3,6 @@ recorder of every published generation."""
 
 from __future__ import annotations
 
-import base64
 import threading
 import time
 from collections.abc import Callable
@@ -12,8 +11,9 @@ from typing import Any
 import kubernetes
 from click.testing import CliRunner, Result
 
-from smoothscale.assignor.handover import Publication, decode_publication
 from smoothscale.cli.main import cli
+from smoothscale.contract.configmap import from_configmap
+from smoothscale.contract.publication import Publication
 from smoothscale.sandbox.emulator import RunningEmulator
 
 NAMESPACE = "default"
@@ -66,7 +66,7 @@ def publication(core: kubernetes.client.CoreV1Api, app: str = "orders") -> Publi
         if error.status == 404:
             return None
         raise
-    return decode_publication(base64.b64decode(configmap.binary_data["assignment.json.gz"]))
+    return from_configmap(core.api_client.sanitize_for_serialization(configmap))
 
 
 def balanced(published: Publication | None, pods: int, tasks: int) -> bool:
@@ -113,9 +113,9 @@ class Generations:
                 version = event["object"].metadata.resource_version
                 self._record(event["object"].binary_data or {})
 
-    def _record(self, data: dict[str, str]) -> None:
-        if "assignment.json.gz" in data:
-            published = decode_publication(base64.b64decode(data["assignment.json.gz"]))
+    def _record(self, binary: dict[str, str]) -> None:
+        if "assignment.json.gz" in binary:
+            published = from_configmap({"binaryData": binary})
             if not self.seen or self.seen[-1].generation != published.generation:
                 self.seen.append(published)
 

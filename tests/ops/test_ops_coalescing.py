@@ -13,7 +13,7 @@ import time
 import kubernetes
 from ops_testkit import NAMESPACE, SAPP, Generations, balanced, publication, smoothscale, streamsapp, wait_for
 
-from smoothscale.assignor.handover import Publication
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.context import OperatorContext
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime

@@ -6,13 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from smoothscale.assignor.handover import Publication, Revocation
-from smoothscale.assignor.models import ClientAssignment
 from smoothscale.cli.ops_drain import drain_refusal
-from smoothscale.cli.ops_explain import explain_lines, replan
+from smoothscale.cli.ops_explain import explain_lines, observation, replan
 from smoothscale.cli.ops_scale import parse_to
 from smoothscale.cli.ops_status import pod_rows, render, summary
 from smoothscale.cli.ops_swap import swap_patch
+from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.operator.control.observed import PodMetrics
 from smoothscale.operator.control.pods import PodInfo
 from smoothscale.operator.resource import load_spec
@@ -126,7 +125,7 @@ def test_explain_names_the_published_roles_the_hand_over_and_the_plans_reason() 
         "orders-2": PodMetrics(lags={"0_3": 0}),
     }
     lags["orders-1"] = PodMetrics(lags={"0_2": 0, "0_0": 0, "0_1": 50_000})
-    plan = replan(spec, pods, {}, PUBLISHED, lags, NOW)
+    plan = replan(spec, observation("orders", spec, pods, {}, PUBLISHED, lags, NOW))
     lines = explain_lines("0_3", PUBLISHED, plan, ["orders-9"])
     assert lines[0] == "task 0_3 (generation 7): nowhere"
     assert lines[1] == "hand-over: revoked from orders-2 in generation 7, waiting for that pod to stop it"

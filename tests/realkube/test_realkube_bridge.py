@@ -13,8 +13,7 @@ from pathlib import Path
 import kubernetes
 from realkube_kit import Cluster, wait_for
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.sandbox.kafka_streams import SampleApp
 
 APP = "orders"

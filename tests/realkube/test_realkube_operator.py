@@ -19,7 +19,7 @@ import pytest
 import yaml
 from realkube_kit import Cluster, Json, sibling_kit, wait_for
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 from smoothscale.operator.access import Access
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.control_plane import RunningControlPlane

@@ -14,6 +14,7 @@ from smoothscale.operator.resource import (
     StreamsAppSpec,
     UpdateStrategy,
     names,
+    scaling_policy,
 )
 
 Json = dict[str, Any]
@@ -110,7 +111,7 @@ def test_models_are_immutable(minimal_spec: Json) -> None:
     [(2, 10, 2), (0, 3, 0), ("100%", 3, 3), ("25%", 3, 1), ("25%", 8, 2), ("1%", 1, 1), ("0%", 5, 0)],
 )
 def test_max_surge_pods_rounds_percentages_up(max_surge: int | str, replicas: int, pods: int) -> None:
-    assert ScalingSpec(max_surge=max_surge).max_surge_pods(replicas) == pods
+    assert scaling_policy(ScalingSpec(max_surge=max_surge), replicas).max_surge == pods
 
 
 @pytest.mark.parametrize("bad", ["2", "25", "-1%", "25 %", -1, True, 2.5, "x%"])

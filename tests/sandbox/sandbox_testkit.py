@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 
 import kubernetes
 
-from smoothscale.assignor.handover import Publication, encode_publication
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
+from smoothscale.contract.configmap import encode_publication
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 T = TypeVar("T")
 NAMESPACE = "default"

@@ -12,9 +12,10 @@ import kubernetes
 import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
 
-from smoothscale.assignor.handover import encode_publication
-from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener, contract, role_changes
+from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener, role_changes
 from smoothscale.client.roles import RoleChange
+from smoothscale.contract import names as contract
+from smoothscale.contract.configmap import encode_publication
 from smoothscale.sandbox.emulator import RunningEmulator
 
 APP = "orders"

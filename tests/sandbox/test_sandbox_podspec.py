@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from smoothscale.client import contract
+from smoothscale.contract import names as contract
 from smoothscale.sandbox.addresses import LoopbackAddresses, random_block
 from smoothscale.sandbox.podspec import (
     AppSettings,

@@ -11,9 +11,8 @@ from __future__ import annotations
 import pytest
 from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
-from smoothscale.assignor.handover import Publication
-from smoothscale.assignor.models import ClientAssignment
-from smoothscale.operator.control import publishing
+from smoothscale.contract.publication import ClientAssignment, Publication
+from smoothscale.operator.control import handover
 from smoothscale.simulation import STRATEGY_NAMES, InvariantViolation, simulate
 
 
@@ -60,7 +59,7 @@ def _unsafe_publication(
 def test_a_one_phase_hand_over_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pods take 0 to 2 s to apply a generation. Publishing moves in one step lets a new owner start before
     the old one has stopped: the checker must see a task active on two pods."""
-    monkeypatch.setattr(publishing, "next_publication", _unsafe_publication)  # the core's hand-over
+    monkeypatch.setattr(handover, "next_publication", _unsafe_publication)  # the core's hand-over
     scenario = small_scenario(
         operator={"applyDelaySeconds": 0, "applyJitterSeconds": 2},
         topology={"subtopologies": [{"partitions": 12, "changelogRecords": 0}]},

@@ -1,13 +1,17 @@
-"""The operator and the simulator take the same decisions on the same observations.
+"""The operator, the simulator and `smoothscale explain` decide through the same step of the control core
+(`control.round`), so they decide alike by construction; these tests check that they do call it.
 
 One sequence of rounds is played to the operator's real reconciler (`AppReconciler`, against the API
 emulator, its pods' metrics answered from the sequence): it creates the pods of `replicas: 3`, a scale-out
 to 4 whose new pod warms up, a drain of one pod (replaced), a scale-in to 3 taken back a round later, then a
 new template (a swap). The pods it creates are bound and ready by the next round. Every round is recorded:
-the spec, every pod it listed, every metric it scraped, and what it decided. The recording is then replayed
-to the simulator's operator (`smoothscale.simulation.operator_loop.Operator`, the `smoothscale` strategy).
-Round by round, both must take the same pod-set steps (create, surge, mark leaving, take back, retire), plan
-for the same reason, and publish the same generation.
+the core's observation and memory, every pod listed, every metric scraped, and what was decided. Then:
+
+- the reconciler ran `round.step` once a round, and the simulator's operator, replaying the recording, and
+  `explain`, on a recorded observation, decide their pod set through the step's `decide_pod_set`; replayed,
+  the simulator takes the operator's pod-set steps, plans for its reasons and publishes its generations;
+- `explain`, given the observation of the round in which the operator made its first plan, plans on the
+  operator's snapshot and prints the operator's plan.
 """
 
 from __future__ import annotations
@@ -19,13 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+import pytest
 
-from smoothscale.assignor.handover import EMPTY, Publication
-from smoothscale.client.contract import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from smoothscale.assignor.models import Plan, Snapshot
+from smoothscale.cli.ops_explain import observation, replan
+from smoothscale.contract.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.control import names
+from smoothscale.operator.control import round as core_round
 from smoothscale.operator.control.observed import PodMetrics, ScrapeResult
 from smoothscale.operator.control.pods import format_time
 from smoothscale.operator.control.scaling import PodSetPlan
@@ -86,6 +94,11 @@ class Round:
     """(journal step, pod) of its pod-set decisions."""
     planned: str | None = None
     published: Publication = EMPTY
+    core: list[core_round.Observation] = field(default_factory=list)
+    """The observations the reconciler gave the core's step this round."""
+    snapshots: list[Snapshot] = field(default_factory=list)
+    """What it planned on, and the plans it made."""
+    plans: list[Plan] = field(default_factory=list)
 
 
 class World:
@@ -169,9 +182,31 @@ def _journal(path: Path, kind: str, start: int) -> list[dict[str, Any]]:
     return [entry for entry in map(json.loads, lines) if entry["kind"] == kind]
 
 
-async def _operator_rounds(cluster: RunningEmulator, journal: Path) -> list[Round]:
-    """The real reconciler, round by round; returns what it observed and decided."""
+async def _operator_rounds(
+    cluster: RunningEmulator, journal: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[Round]:
+    """The real reconciler, round by round; returns what it observed and decided, with the observations it
+    gave the core's step and what that planned on."""
     rounds: list[Round] = []
+    core_steps: list[core_round.Observation] = []
+    planned: list[tuple[Snapshot, Plan]] = []
+    real_step = core_round.step
+
+    def step(
+        memory: core_round.RoundMemory,
+        seen: core_round.Observation,
+        config: core_round.RoundConfig,
+        planner: core_round.Planner,
+    ) -> tuple[core_round.Decisions, core_round.RoundMemory]:
+        def recording(snapshot: Snapshot) -> Plan:
+            plan = planner(snapshot)
+            planned.append((snapshot, plan))
+            return plan
+
+        core_steps.append(seen)
+        return real_step(memory, seen, config, recording)
+
+    monkeypatch.setattr(core_round, "step", step)
     clock = {"now": EPOCH}
     config = OperatorConfig(
         kubeconfig=cluster.kubeconfig, journal_stdout=False, journal_file=journal, metrics_port=None
@@ -211,8 +246,12 @@ async def _operator_rounds(cluster: RunningEmulator, journal: Path) -> list[Roun
                 pods = [_listed(p) for p in listed]
                 metrics = dict(scraper.answer)
                 revision = template_revision(load_spec(spec))
-                planned = plans[0] if plans else None
-                rounds.append(Round(now, replicas, revision, pods, metrics, steps, planned, published))
+                record = Round(now, replicas, revision, pods, metrics, steps, plans[0] if plans else None)
+                record.published, record.core = published, list(core_steps)
+                record.snapshots, record.plans = [s for s, _ in planned], [p for _, p in planned]
+                core_steps.clear()
+                planned.clear()
+                rounds.append(record)
                 for step, name in steps:
                     if step == "retire":
                         world.acked.pop(name, None)
@@ -286,10 +325,29 @@ class Replay:
         return dict(self.observed.metrics[pod].lags)
 
 
-async def test_the_simulator_decides_as_the_operator_on_the_same_observations(
-    cluster: RunningEmulator, tmp_path: Path
+class Calls:
+    """Counts the calls of one function of the core, whoever calls it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+        self.count = 0
+        real = getattr(core_round, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(core_round, name, counted)
+
+
+async def test_the_operator_the_simulator_and_explain_decide_through_the_same_step(
+    cluster: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recorded = await _operator_rounds(cluster, tmp_path / "journal.jsonl")
+    pod_sets = Calls(monkeypatch, "decide_pod_set")
+    recorded = await _operator_rounds(cluster, tmp_path / "journal.jsonl", monkeypatch)
+    # once a round; twice when it plans (the planner runs in a thread, then the step again with the plan)
+    assert [len({id(seen) for seen in r.core}) for r in recorded] == [1] * ROUNDS
+    operator_pod_sets = pod_sets.count
+    assert operator_pod_sets == sum(len(r.core) for r in recorded), "and the step decides the pod set"
     spec = load_spec(SPEC)
     simulated = Operator(
         make_strategy("smoothscale"),
@@ -308,6 +366,11 @@ async def test_the_simulator_decides_as_the_operator_on_the_same_observations(
         assert result.plan_reason == observed.planned, where
         assert simulated.published == observed.published, where
         reasons.append(observed.planned)
+    assert pod_sets.count - operator_pod_sets == ROUNDS, "the simulator decides its pod set in the core"
+    seen = recorded[-1].core[0]
+    before = pod_sets.count
+    replan(load_spec(_spec(recorded[-1].replicas, IMAGES[22])), seen)
+    assert pod_sets.count == before + 1, "explain sees the pods as the core's pod set leaves them"
     # The sequence exercised what it is about: a first plan, the new pods, catch-ups, the drain and its
     # replacement, a retirement, a scale-in taken back, then a swap: new pods surged (the lowest free ordinal
     # first), an old pod marked for each ready new one, and every old pod retired.
@@ -319,3 +382,25 @@ async def test_the_simulator_decides_as_the_operator_on_the_same_observations(
     assert [pod for step, pod in steps if step == "kept"] == [f"{APP}-4"]
     assert sorted(pod for step, pod in steps if step == "retire") == [f"{APP}-{n}" for n in range(5)]
     assert recorded[-1].published.generation >= 5
+
+
+async def test_explain_plans_what_the_operator_planned_on_a_recorded_round(
+    cluster: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The round of the operator's first plan, given to `explain` as the command observes it (the pods, their
+    zones, the publication, the metrics): the same planner input, so the same plan."""
+    recorded = await _operator_rounds(cluster, tmp_path / "journal.jsonl", monkeypatch)
+    first = next(r for r in recorded if r.planned == "FirstPlan")
+    seen = first.core[0]
+    spec = load_spec(_spec(first.replicas, IMAGES[0]))
+    assert seen.published is not None
+    explained = observation(APP, spec, seen.pods, seen.zones, seen.published, seen.results, seen.now)
+    assert core_round.explain_snapshot(spec, explained) == first.snapshots[0]
+    assert replan(spec, explained) == first.plans[0]
+    # and on a later round, where pods are leaving and warmups catch up: the operator would plan the same
+    later = next(r for r in recorded[recorded.index(first) + 1 :] if r.planned == "CaughtUp")
+    seen = later.core[0]
+    assert seen.published is not None
+    spec = load_spec(_spec(later.replicas, IMAGES[0]))
+    explained = observation(APP, spec, seen.pods, seen.zones, seen.published, seen.results, seen.now)
+    assert core_round.explain_snapshot(spec, explained).clients == later.snapshots[0].clients

@@ -18,7 +18,7 @@ PLURAL: Final = "streamsapps"
 
 # -- the assignment ConfigMap --------------------------------------------------------------------------------
 ASSIGNMENT_KEY: Final = "assignment.json.gz"
-"""binaryData key holding `smoothscale.assignor.handover.encode_publication` bytes (base64 in the API)."""
+"""binaryData key holding `smoothscale.contract.configmap.encode_publication` bytes (base64 in the API)."""
 GENERATION_KEY: Final = "generation"
 """data key holding the publication's generation in decimal, readable without decoding the assignment."""
 

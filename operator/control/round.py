@@ -1,0 +1,471 @@
+"""One round of one app, decided in one place: `step(memory, observation, config, planner)` returns everything
+to do and the next memory.
+
+The reconciler observes (the spec, the pods listed from the API server, the nodes' zones, every pod's
+metrics, Kafka's facts, the publication in force, the clock), calls `step`, carries the decisions out (pod
+actions, the next generation) and reports them (Events, journal, metrics, status). `smoothscale explain`
+builds the planner's input with `planner_snapshot`, the function the step plans with, and the simulator's
+operator decides its pod set and its generations with `decide_pod_set` and the hand-over's
+`HandOverWait.next`, the functions the step calls. The planner is injected: the operator runs the step in a
+thread (planning is CPU work), the simulator and the tests inline.
+
+The memory (`RoundMemory`) is one immutable value: a cache or a debounce only. The publication lives in the
+ConfigMap (the reconciler re-reads it), leaving times in the pods' annotations, and a restarted operator
+plans afresh from what it observes.
+
+The order of the decisions matters for safety and is the one of `docs/architecture.md` ("One round"):
+
+1. the spec (an invalid one freezes the pod set and planning; hand-overs already decided go on) and the pods
+   that disappeared without the operator deleting them (lost);
+2. the scrape: which failures count (a ready pod, or one holding tasks), changelog lengths, processing rates;
+3. the pod set (`scaling.plan_pod_set`, with the scale-down stabilisation window);
+4. planning, when `planning.decide_planning` says so, on `planner_snapshot`;
+5. the hand-over: the next generation toward the plan (`handover.HandOverWait.next`);
+6. status (`status.build_status`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from smoothscale.assignor.models import Plan, Snapshot
+from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
+
+from ..resource import (
+    KafkaStatus,
+    Runtime,
+    ScalingPolicy,
+    StreamsAppSpec,
+    StreamsAppStatus,
+    planner_config,
+    scaling_policy,
+)
+from . import events as ev
+from .appreport import AppReport, observe_app_report, report_problems
+from .autoscale import ScaleDownHold, recommended_replicas, staying_current
+from .handover import HandOverWait
+from .observed import PodMetrics, ScrapeFailure, ScrapeResult
+from .planning import PlanningDecision, PlanningInput, decide_planning
+from .pods import PodInfo
+from .probing import PlanMemory, fingerprint, holders, settled
+from .rates import ProcessRates, owner_rates
+from .scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
+from .snapshot import (
+    ClientObservation,
+    build_snapshot,
+    changelog_sizes,
+    merge_end_offsets,
+    observed_clients,
+    task_ids,
+)
+from .status import (
+    KafkaOutcome,
+    PlanOutcome,
+    Problem,
+    StatusInput,
+    active_lag,
+    build_status,
+    degraded,
+    leaving_pods,
+)
+
+Planner = Callable[[Snapshot], Plan]
+
+
+@dataclass(frozen=True)
+class KafkaView:
+    """What the operator read from Kafka (`spec.kafka`), as the decisions need it."""
+
+    racks: Mapping[str, list[list[str]]] = field(default_factory=dict)
+    changelog_offsets: Mapping[str, int] = field(default_factory=dict)
+    first_read_pending: bool = False
+    problem: Problem | None = None
+    read_once: bool = False
+    status: KafkaStatus | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one round observed of one app."""
+
+    now: datetime
+    app: str
+    spec: StreamsAppSpec | None
+    """The spec, when valid."""
+    problems: tuple[str, ...] | None
+    """What is wrong with an invalid spec (None: it is valid)."""
+    spec_generation: int
+    status_generation: int
+    """The generation the app's status last reported as published."""
+    previous_status: StreamsAppStatus | None
+    pods: Sequence[PodInfo]
+    zones: Mapping[str, str]
+    results: Mapping[str, ScrapeResult]
+    published: Publication | None
+    """The publication in force; None when the ConfigMap could not be read (no pod set, plan or hand-over)."""
+    unreadable: str | None = None
+    """Why the ConfigMap could not be read."""
+    revision: str = ""
+    """The spec's template revision (`podset.template_revision`)."""
+    kafka: KafkaView = field(default_factory=KafkaView)
+
+
+@dataclass(frozen=True)
+class RoundConfig:
+    """The operator's settings that shape decisions."""
+
+    startup_grace: float = 0.0
+
+
+@dataclass(frozen=True)
+class RoundMemory:
+    """Everything the operator remembers of one app between rounds: one immutable value."""
+
+    started_at: datetime
+    last_good: StreamsAppSpec | None = None
+    problems: tuple[str, ...] | None = None
+    plan: PlanMemory | None = None
+    planned_racks: Mapping[str, list[list[str]]] = field(default_factory=dict)
+    end_offsets: Mapping[str, int] = field(default_factory=dict)
+    rates: ProcessRates = field(default_factory=ProcessRates)
+    hold: ScaleDownHold = field(default_factory=ScaleDownHold)
+    failing: frozenset[str] = frozenset()
+    app_report: AppReport = field(default_factory=AppReport)
+    """What the pods' bridge reported: assignor fallbacks, the topology it learned."""
+    known_pods: frozenset[str] = frozenset()
+    deleted_by_us: frozenset[str] = frozenset()
+    waits: HandOverWait = field(default_factory=HandOverWait)
+
+    @property
+    def desired(self) -> Mapping[str, ClientAssignment] | None:
+        return self.plan.desired if self.plan is not None else None
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """A plan this round made, for the report."""
+
+    trigger: str
+    plan: Plan
+    clients: int
+    tasks: int
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Everything one round decided: to carry out, then to report."""
+
+    events: tuple[ev.AppEvent, ...] = ()
+    journal: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    """(kind, fields) records for the event journal."""
+    lost: tuple[str, ...] = ()
+    failures: Mapping[str, ScrapeFailure] = field(default_factory=dict)
+    pod_set: PodSetPlan | None = None
+    """Pod actions (None: the pod set was not decided this round)."""
+    pods: Sequence[PodInfo] = ()
+    """The pods as the round's decisions leave them (what status reports)."""
+    planned: PlanRecord | None = None
+    publish: Publication | None = None
+    status: StreamsAppStatus | None = None
+
+
+def initial_memory(now: datetime) -> RoundMemory:
+    return RoundMemory(started_at=now)
+
+
+def planner_snapshot(
+    spec: StreamsAppSpec,
+    now: datetime,
+    clients: Sequence[ClientObservation],
+    published: Publication,
+    memory: RoundMemory,
+    kafka: KafkaView,
+) -> Snapshot:
+    """The planner's input from one round's observations and the memory's changelog lengths and averaged
+    processing rates: what the operator plans with, and what `explain` shows."""
+    end_offsets = changelog_sizes(dict(memory.end_offsets), kafka.changelog_offsets)
+    return build_snapshot(spec, now, clients, published, end_offsets, memory.rates.means(), dict(kafka.racks))
+
+
+def observe_scrape(memory: RoundMemory, seen: Observation, published: Publication) -> RoundMemory:
+    """The memory with this round's changelog ends and processing rates folded in."""
+    reports = [r.end_offsets for r in seen.results.values() if isinstance(r, PodMetrics)]
+    return replace(
+        memory,
+        end_offsets=merge_end_offsets(memory.end_offsets, reports),
+        rates=memory.rates.observe(owner_rates(seen.results, published), seen.now),
+    )
+
+
+def decide_pod_set(
+    app: str,
+    replicas: int,
+    revision: str,
+    policy: ScalingPolicy,
+    pods: Sequence[PodInfo],
+    published: Publication,
+    plan: PlanMemory | None,
+    hold: ScaleDownHold,
+    now: datetime,
+) -> tuple[PodSetPlan, ScaleDownHold]:
+    """The pod-set steps toward `replicas` pods of `revision` (a scale-down held by the stabilisation window
+    while warmups are in flight), and the window's state after this round."""
+    warming = any(roles.warmup for roles in published.assignment.values())
+    acting_on, hold = hold.replicas(
+        replicas, staying_current(pods, revision), warming, policy.stabilization, now
+    )
+    decided = plan_pod_set(
+        PodSetInput(
+            app=app,
+            replicas=acting_on,
+            revision=revision,
+            strategy=policy.strategy,
+            max_surge=policy.max_surge,
+            scale_down_timeout=policy.scale_down_timeout,
+            delete_claims=policy.delete_claims,
+            pods=pods,
+            holding=holders(published),
+            settled=settled(plan, published),
+            now=now,
+        )
+    )
+    return decided, hold
+
+
+def step(
+    memory: RoundMemory, seen: Observation, config: RoundConfig, planner: Planner
+) -> tuple[Decisions, RoundMemory]:
+    """One round: the decisions, and the memory after it."""
+    events: list[ev.AppEvent] = []
+    journal: list[tuple[str, Mapping[str, Any]]] = []
+    spec = seen.spec
+    if spec is not None:
+        memory = replace(memory, last_good=spec)
+    if seen.problems != memory.problems:
+        events += ev.spec_events(memory.problems, seen.problems)
+        journal.append(("spec", {"valid": seen.problems is None, "problems": list(seen.problems or [])}))
+        memory = replace(memory, problems=seen.problems)
+    memory, lost = _lost(memory, seen.pods)
+    events += ev.lost_pod_events(lost)
+    working = spec or memory.last_good
+    published = seen.published if seen.published is not None else EMPTY
+    failures = _failures(seen, published)
+    events += ev.scrape_events(memory.failing, failures, seen.results)
+    memory = observe_scrape(replace(memory, failing=frozenset(failures)), seen, published)
+    app_report, reported = observe_app_report(memory.app_report, seen.results, working, seen.now)
+    events += reported
+    memory = replace(memory, app_report=app_report)
+    pods: Sequence[PodInfo] = seen.pods
+    pod_set = None
+    planned = None
+    decision = PlanningDecision()
+    if seen.published is not None and spec is not None:
+        pod_set, hold = _pod_set(spec, seen, published, memory)
+        memory = replace(memory, hold=hold)
+        if not pod_set.empty:
+            events += ev.pod_set_events(pod_set, seen.app)
+            memory = replace(memory, deleted_by_us=memory.deleted_by_us | _deletions(pod_set))
+        pods = as_planned(pods, pod_set, seen.now)
+        before = memory.plan
+        decision, planned, memory = _plan(memory, seen, spec, pods, published, config, planner)
+        if decision.held_for:
+            journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
+        if planned is not None:
+            events += ev.rack_events(
+                None if before is None else before.plan.rack_unknown, planned.plan.rack_unknown
+            )
+    publish = None
+    if seen.published is not None and working is not None:
+        memory = replace(memory, waits=_wait(memory.waits, seen, working, pods))
+        publish = memory.waits.next(published, memory.desired)
+    status = _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
+    decisions = Decisions(
+        events=tuple(events),
+        journal=tuple(journal),
+        lost=tuple(sorted(lost)),
+        failures=failures,
+        pod_set=pod_set,
+        pods=pods,
+        planned=planned,
+        publish=publish,
+        status=status,
+    )
+    return decisions, memory
+
+
+def _pod_set(
+    spec: StreamsAppSpec, seen: Observation, published: Publication, memory: RoundMemory
+) -> tuple[PodSetPlan, ScaleDownHold]:
+    policy = scaling_policy(
+        spec.scaling,
+        spec.replicas,
+        delete_claims=spec.storage is not None and spec.storage.delete_on_scale_down,
+    )
+    return decide_pod_set(
+        seen.app,
+        spec.replicas,
+        seen.revision,
+        policy,
+        seen.pods,
+        published,
+        memory.plan,
+        memory.hold,
+        seen.now,
+    )
+
+
+def explain_snapshot(spec: StreamsAppSpec, seen: Observation) -> Snapshot:
+    """The planner's input the operator would plan with on `seen` in its first round (its averaged rates and
+    changelog lengths then start from this round's reports): the pod set's decisions count (a pod it marks
+    leaving is leaving), only ready pods or pods holding tasks take part, with their uids, Kafka's racks
+    and changelog ends. `smoothscale explain` plans on it; `step` builds its snapshot the same way."""
+    published = seen.published if seen.published is not None else EMPTY
+    memory = observe_scrape(initial_memory(seen.now), seen, published)
+    pod_set, _ = _pod_set(spec, seen, published, memory)
+    pods = as_planned(seen.pods, pod_set, seen.now)
+    clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    return planner_snapshot(spec, seen.now, clients, published, memory, seen.kafka)
+
+
+def _lost(memory: RoundMemory, pods: Sequence[PodInfo]) -> tuple[RoundMemory, set[str]]:
+    """Pods that disappeared without the operator deleting them."""
+    present = frozenset(p.name for p in pods)
+    gone = memory.known_pods - present
+    lost = gone - memory.deleted_by_us
+    return replace(memory, known_pods=present, deleted_by_us=memory.deleted_by_us - gone), set(lost)
+
+
+def _failures(seen: Observation, published: Publication) -> dict[str, ScrapeFailure]:
+    """Scrape failures that matter: a ready pod, or one holding tasks (a pod still starting is excused)."""
+    holding = holders(published)
+    ready = {p.name for p in seen.pods if p.ready}
+    return {
+        pod: r
+        for pod, r in seen.results.items()
+        if isinstance(r, ScrapeFailure) and (pod in ready or pod in holding)
+    }
+
+
+def _deletions(decided: PodSetPlan) -> frozenset[str]:
+    return frozenset({r.pod for r in decided.retire} | set(decided.remove_stopped) | set(decided.restart))
+
+
+def _plan(
+    memory: RoundMemory,
+    seen: Observation,
+    spec: StreamsAppSpec,
+    pods: Sequence[PodInfo],
+    published: Publication,
+    config: RoundConfig,
+    planner: Planner,
+) -> tuple[PlanningDecision, PlanRecord | None, RoundMemory]:
+    clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    decision = decide_planning(
+        PlanningInput(
+            memory=memory.plan,
+            spec_generation=seen.spec_generation,
+            clients=clients,
+            published=published,
+            reported=[pod for pod, r in seen.results.items() if isinstance(r, PodMetrics)],
+            staying=[p.name for p in pods if not (p.is_leaving or p.deleting or p.stopped)],
+            acceptable_recovery_lag=spec.assignment.acceptable_recovery_lag,
+            catch_up_trigger=spec.assignment.catch_up_trigger,
+            now=seen.now,
+            waited=(seen.now - memory.started_at).total_seconds(),
+            startup_grace=config.startup_grace,
+            racks_changed=dict(seen.kafka.racks) != dict(memory.planned_racks),
+            waiting_for_kafka=seen.kafka.first_read_pending,
+        )
+    )
+    if not decision.plan:
+        return decision, None, memory
+    snapshot = planner_snapshot(spec, seen.now, clients, published, memory, seen.kafka)
+    plan = planner(snapshot)
+    memory = replace(
+        memory,
+        plan=PlanMemory(seen.spec_generation, fingerprint(clients), seen.now, plan),
+        planned_racks=seen.kafka.racks,
+    )
+    return decision, PlanRecord(str(decision.due), plan, len(clients), len(snapshot.tasks)), memory
+
+
+def _wait(
+    waits: HandOverWait, seen: Observation, spec: StreamsAppSpec, pods: Sequence[PodInfo]
+) -> HandOverWait:
+    """The hand-over's view after this round: the live pods and the generations they acknowledged."""
+    return replace(
+        waits,
+        alive=frozenset(p.name for p in pods if p.alive),
+        acked={
+            pod: r.generation
+            for pod, r in seen.results.items()
+            if isinstance(r, PodMetrics) and r.generation is not None
+        },
+        status_generation=seen.status_generation,
+        kafka_rebalances=spec.runtime is Runtime.KAFKA_STREAMS,
+        max_warmups=spec.assignment.max_warmup_replicas,
+        # a hand-over found in the ConfigMap (a restart): polls start now
+        published_at=waits.published_at or seen.now,
+    )
+
+
+def _status(
+    memory: RoundMemory,
+    seen: Observation,
+    spec: StreamsAppSpec | None,
+    pods: Sequence[PodInfo],
+    published: Publication,
+    held_for: Sequence[str],
+    failures: Mapping[str, ScrapeFailure],
+) -> StreamsAppStatus:
+    lag_total, lag_max = active_lag(published, seen.results)
+    tasks = len(task_ids(spec)) if spec is not None else 0
+    fallback, topology, topology_mismatch = report_problems(memory.app_report, seen.now)
+    return build_status(
+        StatusInput(
+            app=seen.app,
+            observed_generation=seen.spec_generation,
+            replicas=spec.replicas if spec is not None else 0,
+            tasks=tasks,
+            pods=pods,
+            published=published,
+            plan=_plan_outcome(memory.plan),
+            settled=settled(memory.plan, published),
+            leaving=leaving_pods(
+                pods, planner_config(spec).scale_down_timeout_seconds if spec is not None else None
+            ),
+            lag_total=lag_total,
+            lag_max_task=lag_max,
+            recommended_replicas=recommended_replicas(memory.rates.means(), published, lag_total, tasks),
+            degraded=degraded(held_for=held_for, unreadable=seen.unreadable, failures=failures),
+            invalid_spec=Problem("SpecInvalid", "; ".join(seen.problems)) if seen.problems else None,
+            kafka=_kafka_outcome(spec, seen.kafka),
+            fallback=fallback,
+            topology=topology,
+            topology_mismatch=topology_mismatch,
+            previous=seen.previous_status,
+            now=seen.now,
+        )
+    )
+
+
+def _kafka_outcome(spec: StreamsAppSpec | None, kafka: KafkaView) -> KafkaOutcome | None:
+    if spec is None or spec.kafka is None:
+        return None
+    return KafkaOutcome(kafka.problem, kafka.read_once, kafka.status)
+
+
+def _plan_outcome(memory: PlanMemory | None) -> PlanOutcome | None:
+    if memory is None:
+        return None
+    followup = memory.plan.followup
+    return PlanOutcome(
+        stable=memory.plan.stable,
+        stats=memory.plan.stats,
+        next_probe=memory.next_probe,
+        probe_reason=followup.reason if followup is not None else None,
+        rack_unknown=memory.plan.rack_unknown,
+    )
