@@ -34,10 +34,10 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 from kafka_streams_bench import log_figures
 
-from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import PlannerConfig
 from smoothscale.assignor.planner import plan
-from smoothscale.client import streams_protocol as names
+from smoothscale.contract import streams_protocol as names
+from smoothscale.contract.publication import Publication
 from smoothscale.operator.kafka import plans, streamsgroup
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka.topics import create_topic

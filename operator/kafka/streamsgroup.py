@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from smoothscale.assignor.handover import Publication
 from smoothscale.assignor.models import Client, PlannerConfig, Snapshot, Task
+from smoothscale.contract.publication import Publication
 
 
 def pods(view: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from smoothscale.client import streams_protocol as names
+from smoothscale.contract import streams_protocol as names
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.kafka import plans
 from smoothscale.sandbox.kafka.broker import KafkaCluster
