@@ -115,8 +115,9 @@ class TopologySpec(SpecModel):
     # A list map keyed by name: the API server itself rejects a repeated name (in linear time, with no CEL
     # cost budget to worry about), and server-side apply merges subtopologies by name.
     subtopologies: list[SubtopologySpec] = Field(
-        min_length=1,
-        description="The subtopologies; names must be unique.",
+        default_factory=list,
+        description="The subtopologies; names must be unique. Required for runtime ClientLibrary; for "
+        "runtime KafkaStreams the operator learns them from the app (status.topology) when left out.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
 
@@ -305,7 +306,11 @@ class StreamsAppSpec(SpecModel):
         "published at once, Kafka's cooperative rebalance revokes a task before it starts elsewhere).",
     )
     template: PodTemplate = Field(description="Template of the app's pods.")
-    topology: TopologySpec = Field(description="The app's subtopologies, which define its tasks.")
+    topology: TopologySpec = Field(
+        default_factory=TopologySpec,
+        description="The app's subtopologies, which define its tasks. Optional for runtime KafkaStreams: the "
+        "bridge reports the app's own topology, which the operator then plans with.",
+    )
     assignment: AssignmentSpec = Field(
         default_factory=AssignmentSpec,
         description="Task assignment settings.",
