@@ -271,7 +271,9 @@ def step(
             memory = replace(memory, deleted_by_us=memory.deleted_by_us | _deletions(pod_set))
         pods = as_planned(pods, pod_set, seen.now)
         before = memory.plan
-        planning = with_reported_topology(spec, memory.app_report.topology)  # None: no tasks known yet
+        planning = with_reported_topology(
+            spec, memory.app_report.topology, seen.app
+        )  # None: no tasks known yet
         if planning is not None:
             decision, planned, memory = _plan(memory, seen, planning, pods, published, config, planner)
         if decision.held_for:
@@ -425,7 +427,7 @@ def _status(
     failures: Mapping[str, ScrapeFailure],
 ) -> StreamsAppStatus:
     lag_total, lag_max = active_lag(published, seen.results)
-    known = with_reported_topology(spec, memory.app_report.topology) if spec is not None else None
+    known = with_reported_topology(spec, memory.app_report.topology, seen.app) if spec is not None else None
     tasks = len(task_ids(known)) if known is not None else 0
     fallback, topology, topology_mismatch = report_problems(memory.app_report, seen.now)
     return build_status(

@@ -141,12 +141,15 @@ def test_a_kafka_streams_app_may_leave_its_topology_to_the_app() -> None:
             "template": {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}},
         }
     )
-    assert with_reported_topology(unwritten, None) is None, "no plan before the app reports its tasks"
-    planned = with_reported_topology(unwritten, TOPOLOGY)
+    assert with_reported_topology(unwritten, None, "shop") is None, "no plan before the app reports its tasks"
+    planned = with_reported_topology(unwritten, TOPOLOGY, "shop")
     assert planned is not None
     assert task_ids(planned) == [f"{s}_{p}" for s in (0, 1) for p in range(4)]
     assert [sub.stateful for sub in planned.topology.subtopologies] == [True, False]
-    assert with_reported_topology(MATCHING, TOPOLOGY) is MATCHING, "a written topology is planned with as is"
+    assert planned.topology.subtopologies[0].stores == ["totals"], "read from shop-totals-changelog"
+    assert with_reported_topology(MATCHING, TOPOLOGY, "shop") is MATCHING, (
+        "a written topology is planned with as is"
+    )
     _, events = observe_app_report(AppReport(), pods(**{"orders-0": {}}), unwritten, NOW)
     assert events == [], "nothing written, nothing to disagree with"
 
@@ -164,7 +167,7 @@ def test_a_store_with_logging_disabled_gets_no_standbys_and_a_written_stateful_s
     no_changelog = (LearnedSubtopology("0", 2, True, ("orders",), ()),)
     template = {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}}
     unwritten = load_spec({"runtime": "KafkaStreams", "template": template})
-    planned = with_reported_topology(unwritten, no_changelog)
+    planned = with_reported_topology(unwritten, no_changelog, "shop")
     assert planned is not None and not planned.topology.subtopologies[0].stateful, (
         "no standby or warmup planned"
     )
