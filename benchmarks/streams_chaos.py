@@ -225,9 +225,16 @@ def operator_kill(sandbox: Sandbox, replicas: int) -> int:
     return replicas
 
 
-def swap(sandbox: Sandbox, rng: random.Random) -> None:
+def swap(sandbox: Sandbox, rng: random.Random, timeout: float = 600) -> None:
+    """Replace every pod, as `smoothscale swap` does; returns once none of the old pods is left."""
+    before = {p["metadata"]["uid"] for p in sandbox.pods(APP)}
     stamp = {RESTARTED_AT_ANNOTATION: f"2026-11-26T00:00:{rng.randrange(60):02d}Z-{rng.randrange(10**6)}"}
     sandbox.patch_app(APP, {"spec": {"template": {"metadata": {"annotations": stamp}}}})
+    deadline = time.monotonic() + timeout
+    while before & {p["metadata"]["uid"] for p in sandbox.pods(APP)}:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the swap did not replace every pod within {timeout} s")
+        time.sleep(1)
 
 
 if __name__ == "__main__":
