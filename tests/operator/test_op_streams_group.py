@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from smoothscale.assignor.models import ClientAssignment, PlannerConfig
+from smoothscale.assignor.models import PlannerConfig
 from smoothscale.assignor.planner import plan
-from smoothscale.contract.publication import Publication
+from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.kafka import streamsgroup
 
 
