@@ -13,6 +13,14 @@ from pydantic import AwareDatetime, Field
 
 from smoothscale.contract.publication import ClientAssignment, ClientId, ContractModel, TaskId
 
+# The bounds of the planner's settings, defined once: the planner's config (Contract 1) and the StreamsApp's
+# `spec.assignment` (Contract 2, `operator/resource/spec.py`) both use them.
+NumStandbys = Annotated[int, Field(ge=0, le=16)]
+RecoveryLag = Annotated[int, Field(ge=0)]
+WarmupReplicas = Annotated[int, Field(ge=1)]
+PlacementCost = Annotated[int, Field(ge=0, le=1000)]
+BalanceFactor = Annotated[int, Field(ge=1, le=1000)]
+
 
 class RackStrategy(StrEnum):
     """KIP-925's strategies: none, min cost (4.B.I), min cost with balanced subtopologies (4.B.II)."""
@@ -42,21 +50,19 @@ class RackAwareConfig(ContractModel):
         description="none (racks ignored, subtopologies spread) | min_traffic (KIP-925 4.B.I, subtopologies "
         "may cluster) | balance_subtopology (4.B.II, subtopologies spread)",
     )
-    traffic_cost: int = Field(
-        10, ge=0, le=1000, description="cost of one input partition read from another rack"
-    )
-    non_overlap_cost: int = Field(
-        1, ge=0, le=1000, description="cost of placing a task away from the client that holds it now"
+    traffic_cost: PlacementCost = Field(10, description="cost of one input partition read from another rack")
+    non_overlap_cost: PlacementCost = Field(
+        1, description="cost of placing a task away from the client that holds it now"
     )
 
 
 class PlannerConfig(ContractModel):
-    num_standbys: int = Field(0, ge=0, le=16, description="standby replicas per stateful task")
-    acceptable_recovery_lag: int = Field(
-        10_000, ge=0, description="lag (offsets) at or below which a copy counts as caught up"
+    num_standbys: NumStandbys = Field(0, description="standby replicas per stateful task")
+    acceptable_recovery_lag: RecoveryLag = Field(
+        10_000, description="lag (offsets) at or below which a copy counts as caught up"
     )
-    max_warmup_replicas: int = Field(
-        2, ge=1, description="warmup replicas allowed at once, cluster-wide (KIP-441 max.warmup.replicas)"
+    max_warmup_replicas: WarmupReplicas = Field(
+        2, description="warmup replicas allowed at once, cluster-wide (KIP-441 max.warmup.replicas)"
     )
     rack_aware: RackAwareConfig = Field(default_factory=RackAwareConfig)
     scale_down_timeout_seconds: float | None = Field(
@@ -67,10 +73,8 @@ class PlannerConfig(ContractModel):
     probing_interval_seconds: float = Field(
         600.0, ge=1, description="how long to wait before re-planning while the plan is not stable"
     )
-    balance_factor: int = Field(
+    balance_factor: BalanceFactor = Field(
         1,
-        ge=1,
-        le=1000,
         description="loads per unit of capacity may differ by this many tasks (no move just to balance)",
     )
     balance_by: BalanceBy = Field(

@@ -34,6 +34,7 @@ from .appref import AppRef
 from .context import OperatorContext
 from .control import names
 from .control import round as core_round
+from .control.learnedtopology import with_reported_topology
 from .control.observed import PodMetrics, ScrapeResult
 from .control.pods import PodInfo, pod_info
 from .control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
@@ -147,7 +148,10 @@ class AppReconciler:
         if self.published is None or now - self.loaded_at >= self.recheck:
             await self._load(now)
         working = spec or self.memory.last_good
-        self.report.post(self.kafka.poll(working))
+        # Kafka is read for the topology planned with: the app's own when the spec leaves it out.
+        reported = self.memory.app_report.topology
+        known = with_reported_topology(working, reported, self.app.name) if working is not None else None
+        self.report.post(self.kafka.poll(known or working))
         results = await self._scrape(pods, working) if working is not None else {}
         status = seen.body.get("status") or {}
         facts = self.kafka.facts

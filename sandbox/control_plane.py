@@ -157,7 +157,8 @@ class RunningControlPlane:
 def write_kubeconfig(
     path: Path, url: str, ca: Path, credentials: Mapping[str, str], *, user: str, namespace: str = "default"
 ) -> Path:
-    """A kubeconfig for one user of the control plane at `url` (written atomically)."""
+    """A kubeconfig for one user of the control plane at `url` (written atomically, as JSON: YAML to kubectl,
+    and what the Java bridge reads)."""
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -170,7 +171,7 @@ def write_kubeconfig(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.write_text(json.dumps(config, indent=2))  # JSON is YAML too; the Java bridge reads JSON
     tmp.replace(path)
     return path
 

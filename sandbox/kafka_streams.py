@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterable, Mapping
@@ -247,10 +248,8 @@ def describe_streams_group(bootstrap: str, group: str, timeout: float = 60) -> d
     has, through the plugin jar's `GroupView` tool run with the broker's jars. Members carry `pod`,
     `assignment` and `targetAssignment` (`active`, `standby`, `warmup` task ids), `taskOffsets`, ...;
     None while the group does not exist."""
-    classpath = f"{jars.classpath(jars.install())}{os.pathsep}{broker_assignor_jar()}"
-    command = [*JAVA[:-1], "-XX:TieredStopAtLevel=1", "-cp", classpath, "io.smoothscale.broker.GroupView"]
     result = subprocess.run(
-        [*command, bootstrap, group],
+        [*_group_view(), bootstrap, group],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -261,8 +260,50 @@ def describe_streams_group(bootstrap: str, group: str, timeout: float = 60) -> d
         raise RuntimeError(
             f"describing streams group {group} failed ({result.returncode}): {result.stderr[-2000:]}"
         )
-    view: dict[str, Any] | None = json.loads(result.stdout.strip().splitlines()[-1])[group]
+    view: dict[str, Any] | None = json.loads(result.stdout.strip().splitlines()[-1])["groups"][group]
     return view
+
+
+def _group_view() -> list[str]:
+    """The command of the plugin jar's `GroupView` tool, run with the broker's jars."""
+    classpath = f"{jars.classpath(jars.install())}{os.pathsep}{broker_assignor_jar()}"
+    return [*JAVA[:-1], "-XX:TieredStopAtLevel=1", "-cp", classpath, "io.smoothscale.broker.GroupView"]
+
+
+class StreamsGroupWatch:
+    """Kafka's view of streams groups sampled every `interval_ms` by one `GroupView --watch-ms` JVM: every
+    sample kept as (monotonic time, {group: view or None}). A context manager; stops the JVM on exit."""
+
+    def __init__(self, bootstrap: str, groups: Iterable[str], interval_ms: int = 250) -> None:
+        self.samples: list[tuple[float, dict[str, Any]]] = []
+        self._process = subprocess.Popen(
+            [*_group_view(), "--watch-ms", str(interval_ms), bootstrap, *groups],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            if line.startswith("{"):
+                self.samples.append((time.monotonic(), json.loads(line)["groups"]))
+
+    def latest(self, group: str) -> dict[str, Any] | None:
+        view: dict[str, Any] | None = self.samples[-1][1].get(group) if self.samples else None
+        return view
+
+    def __enter__(self) -> StreamsGroupWatch:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(10)
 
 
 def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:

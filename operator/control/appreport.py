@@ -34,7 +34,7 @@ def observe_app_report(
     fallbacks, events = observe_fallbacks(memory.fallbacks, results, now)
     topology = learned_topology(results) or memory.topology
     differences: tuple[str, ...] = ()
-    if topology is not None and spec is not None:
+    if topology is not None and spec is not None and spec.topology.subtopologies:
         differences = tuple(topology_differences(spec.topology, topology))
     if differences and differences != memory.differences:
         events.append(AppEvent(EventType.WARNING, "TopologyMismatch", _mismatch(differences)))

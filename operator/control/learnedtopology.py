@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from ..resource import TopologySpec
+from ..resource import StreamsAppSpec, SubtopologySpec, TopologySpec
 from .observed import LearnedSubtopology, PodMetrics, ScrapeResult
 
 
@@ -47,9 +47,48 @@ def topology_differences(spec: TopologySpec, learned: Sequence[LearnedSubtopolog
                 f"subtopology {name} has {theirs.partitions} partitions in the app, "
                 f"{mine.partitions} in spec.topology"
             )
-        if mine.stateful != theirs.stateful:
+        if mine.stateful and theirs.stateful and not theirs.changelog_topics:
+            differences.append(
+                f"subtopology {name}'s stores have logging disabled in the app (no changelog topic): Kafka "
+                "gives its tasks no standby and no warmup can restore them; set stateful: false for it in "
+                "spec.topology, or enable logging on its stores"
+            )
+        elif mine.stateful != theirs.stateful:
             differences.append(
                 f"subtopology {name} is {'stateful' if theirs.stateful else 'stateless'} in the app, "
                 f"{'stateful' if mine.stateful else 'stateless'} in spec.topology"
             )
     return differences
+
+
+def with_reported_topology(
+    spec: StreamsAppSpec, learned: Sequence[LearnedSubtopology] | None, app: str
+) -> StreamsAppSpec | None:
+    """The spec to plan with: as written when it lists a topology; else (a KafkaStreams app that leaves it
+    to the app) with the reported one; None while the app has reported none: no plan can name its tasks.
+
+    A reported subtopology's stores are read from its changelog topics' names (Kafka Streams names them
+    `<application id>-<store>-changelog`; the application id is `spec.kafka.applicationId`, else the app's
+    name), so that `spec.kafka`'s changelog sizes map onto it as onto a written one.
+    """
+    if spec.topology.subtopologies:
+        return spec
+    if not learned:
+        return None
+    application_id = spec.kafka.application_id if spec.kafka and spec.kafka.application_id else app
+    prefix, suffix = f"{application_id}-", "-changelog"
+    subtopologies = [
+        SubtopologySpec(
+            name=sub.name,
+            partitions=sub.partitions,
+            stateful=bool(sub.changelog_topics),  # state without a changelog cannot be warmed up elsewhere
+            input_topics=list(sub.input_topics),
+            stores=[
+                topic[len(prefix) : -len(suffix)]
+                for topic in sub.changelog_topics
+                if topic.startswith(prefix) and topic.endswith(suffix) and len(topic) > len(prefix + suffix)
+            ],
+        )
+        for sub in learned
+    ]
+    return spec.model_copy(update={"topology": TopologySpec(subtopologies=subtopologies)})

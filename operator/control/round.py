@@ -47,6 +47,7 @@ from . import events as ev
 from .appreport import AppReport, observe_app_report, report_problems
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
 from .handover import HandOverWait
+from .learnedtopology import with_reported_topology
 from .observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .planning import PlanningDecision, PlanningInput, decide_planning
 from .pods import PodInfo
@@ -270,7 +271,11 @@ def step(
             memory = replace(memory, deleted_by_us=memory.deleted_by_us | _deletions(pod_set))
         pods = as_planned(pods, pod_set, seen.now)
         before = memory.plan
-        decision, planned, memory = _plan(memory, seen, spec, pods, published, config, planner)
+        planning = with_reported_topology(
+            spec, memory.app_report.topology, seen.app
+        )  # None: no tasks known yet
+        if planning is not None:
+            decision, planned, memory = _plan(memory, seen, planning, pods, published, config, planner)
         if decision.held_for:
             journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
         if planned is not None:
@@ -422,7 +427,8 @@ def _status(
     failures: Mapping[str, ScrapeFailure],
 ) -> StreamsAppStatus:
     lag_total, lag_max = active_lag(published, seen.results)
-    tasks = len(task_ids(spec)) if spec is not None else 0
+    known = with_reported_topology(spec, memory.app_report.topology, seen.app) if spec is not None else None
+    tasks = len(task_ids(known)) if known is not None else 0
     fallback, topology, topology_mismatch = report_problems(memory.app_report, seen.now)
     return build_status(
         StatusInput(

@@ -25,7 +25,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from smoothscale.client import streams_protocol as names
+from smoothscale.contract import streams_protocol as names
 from smoothscale.contract.configmap import encode_publication
 from smoothscale.contract.publication import Publication
 

@@ -14,7 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from smoothscale.assignor.models import BalanceBy, CatchUpTrigger, RackStrategy
+from smoothscale.assignor.models import (
+    BalanceBy,
+    BalanceFactor,
+    CatchUpTrigger,
+    NumStandbys,
+    PlacementCost,
+    RackStrategy,
+    RecoveryLag,
+    WarmupReplicas,
+)
 from smoothscale.contract import names as contract
 
 from .base import SpecModel
@@ -115,8 +124,9 @@ class TopologySpec(SpecModel):
     # A list map keyed by name: the API server itself rejects a repeated name (in linear time, with no CEL
     # cost budget to worry about), and server-side apply merges subtopologies by name.
     subtopologies: list[SubtopologySpec] = Field(
-        min_length=1,
-        description="The subtopologies; names must be unique.",
+        default_factory=list,
+        description="The subtopologies; names must be unique. Required for runtime ClientLibrary; for "
+        "runtime KafkaStreams the operator learns them from the app (status.topology) when left out.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
 
@@ -130,11 +140,11 @@ class RackAwareSpec(SpecModel):
         "cross-zone traffic; subtopologies may cluster) or balance_subtopology (least cross-zone traffic "
         "while spreading each subtopology evenly).",
     )
-    traffic_cost: int = Field(
-        10, ge=0, le=1000, description="Cost of a task reading an input partition from another zone."
+    traffic_cost: PlacementCost = Field(
+        10, description="Cost of a task reading an input partition from another zone."
     )
-    non_overlap_cost: int = Field(
-        1, ge=0, le=1000, description="Cost of moving a task away from the pod that holds it now."
+    non_overlap_cost: PlacementCost = Field(
+        1, description="Cost of moving a task away from the pod that holds it now."
     )
 
 
@@ -155,18 +165,16 @@ class AssignmentSpec(SpecModel):
         }
     )
 
-    num_standbys: int = Field(
-        0, ge=0, le=16, description="Standby replicas per stateful task (num.standby.replicas)."
+    num_standbys: NumStandbys = Field(
+        0, description="Standby replicas per stateful task (num.standby.replicas)."
     )
-    acceptable_recovery_lag: int = Field(
+    acceptable_recovery_lag: RecoveryLag = Field(
         10_000,
-        ge=0,
         description="Lag (offsets) at or below which a pod counts as caught up on a task and may take it "
         "over without downtime (acceptable.recovery.lag).",
     )
-    max_warmup_replicas: int = Field(
+    max_warmup_replicas: WarmupReplicas = Field(
         2,
-        ge=1,
         description="Warmup replicas allowed at once across the app (max.warmup.replicas): more move state "
         "faster but load the brokers more.",
     )
@@ -180,10 +188,8 @@ class AssignmentSpec(SpecModel):
         description="How long to wait before planning again while warmups catch up "
         "(probing.rebalance.interval.ms), e.g. 10m; at least 1s.",
     )
-    balance_factor: int = Field(
+    balance_factor: BalanceFactor = Field(
         1,
-        ge=1,
-        le=1000,
         description="Loads per unit of capacity may differ by this many tasks before the planner moves one "
         "only to balance (stream.balancing.factor); 1 is strict balance.",
     )
@@ -305,7 +311,11 @@ class StreamsAppSpec(SpecModel):
         "published at once, Kafka's cooperative rebalance revokes a task before it starts elsewhere).",
     )
     template: PodTemplate = Field(description="Template of the app's pods.")
-    topology: TopologySpec = Field(description="The app's subtopologies, which define its tasks.")
+    topology: TopologySpec = Field(
+        default_factory=TopologySpec,
+        description="The app's subtopologies, which define its tasks. Optional for runtime KafkaStreams: the "
+        "bridge reports the app's own topology, which the operator then plans with.",
+    )
     assignment: AssignmentSpec = Field(
         default_factory=AssignmentSpec,
         description="Task assignment settings.",

@@ -18,7 +18,7 @@ from pydantic_core import ErrorDetails
 
 from .durations import parse_duration
 from .planner import max_surge_pods
-from .spec import StreamsAppSpec, UpdateStrategy
+from .spec import Runtime, StreamsAppSpec, UpdateStrategy
 
 __all__ = ["InvalidSpecError", "load_spec", "semantic_problems", "spec_problems"]
 
@@ -73,6 +73,11 @@ def semantic_problems(spec: StreamsAppSpec) -> list[str]:
 
 
 def _topology_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    if not spec.topology.subtopologies and spec.runtime is not Runtime.KAFKA_STREAMS:
+        yield (
+            "spec.topology.subtopologies: required for runtime ClientLibrary (list every subtopology with "
+            "its partitions); only runtime KafkaStreams apps report their own topology"
+        )
     first_with_name: dict[str, int] = {}
     reader_of_topic: dict[str, int] = {}
     for index, sub in enumerate(spec.topology.subtopologies):

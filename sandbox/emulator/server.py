@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +24,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp.web
-import yaml
 
 from .api import ExtendedEmulator
 from .registry import build_emulator
@@ -46,7 +46,8 @@ class RunningEmulator:
 def write_kubeconfig(
     path: str | Path, url: str, *, namespace: str = "default", name: str = CONTEXT_NAME
 ) -> Path:
-    """A kubeconfig with one cluster (plain HTTP, no TLS), a user without credentials, a current context."""
+    """A kubeconfig with one cluster (plain HTTP, no TLS), a user without credentials, a current context;
+    written as JSON (YAML to kubectl and the Python client), which the Java bridge reads."""
     path = Path(path)
     config = {
         "apiVersion": "v1",
@@ -59,7 +60,7 @@ def write_kubeconfig(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.write_text(json.dumps(config, indent=2))  # JSON is YAML too; the Java bridge reads JSON
     tmp.replace(path)  # atomic: a reader polling for the file never sees half of it
     return path
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
-from smoothscale.client import streams_protocol
+from smoothscale.contract import streams_protocol
 from smoothscale.sandbox.kafka import jars
 from smoothscale.sandbox.kafka.certs import server_certificate
 from smoothscale.sandbox.kafka.config import LOOPBACK, NodeConfig, NodePorts, render, server_properties

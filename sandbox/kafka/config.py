@@ -82,6 +82,7 @@ def server_properties(
         "group.streams.initial.rebalance.delay.ms": "0",
         "group.streams.min.heartbeat.interval.ms": "100",
         "group.streams.min.session.timeout.ms": "3000",
+        "group.streams.min.task.offset.interval.ms": "1000",
         "num.network.threads": "2",
         "num.io.threads": "2",
         "num.recovery.threads.per.data.dir": "1",

@@ -16,11 +16,9 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import kubernetes
 import pytest
-from confluent_kafka import KafkaException
 
 from smoothscale.client import from_configmap
 from smoothscale.contract import names as contract
@@ -38,8 +36,10 @@ from smoothscale.sandbox.kafka_streams import (
     latest_totals,
     produce_orders,
 )
+from smoothscale.sandbox.streams_app import crash, settle, streams_app
 
-pytestmark = pytest.mark.slow
+# About 5 minutes alone; on a machine shared with other test runs it took 8 to 11 (reading the totals last).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 APP = "ops-shop"
 PARTITIONS = 4
@@ -48,35 +48,6 @@ ACCEPTABLE_LAG = 5
 """Below what 300 orders write to any changelog partition, so that a pod that has not restored a task's
 state (a new one above all) is not caught up on it, and above the 1 that exactly-once leaves a restored copy
 behind (the end offset counts the last transaction's commit marker)."""
-
-
-def streams_app(orders: str, totals: str, replicas: int) -> dict[str, Any]:
-    """The sample app as a StreamsApp: subtopology 0 reads the orders, 1 the repartition topic."""
-    env = [
-        {"name": "ORDERS_TOPIC", "value": orders},
-        {"name": "TOTALS_TOPIC", "value": totals},
-        # A killed instance's member leaves the group after 10 s, not Kafka Streams' 45 s.
-        {"name": "STREAMS_SESSION_TIMEOUT_MS", "value": "10000"},
-    ]
-    return {
-        "apiVersion": contract.API_VERSION,
-        "kind": contract.KIND,
-        "metadata": {"name": APP, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "runtime": "KafkaStreams",
-            "template": {"spec": {"containers": [{"name": "app", "image": "orders:1", "env": env}]}},
-            "topology": {
-                "subtopologies": [
-                    {"name": "0", "partitions": PARTITIONS, "inputTopics": [orders]},
-                    {"name": "1", "partitions": PARTITIONS, "inputTopics": [REPARTITION]},
-                ]
-            },
-            "assignment": {"probingInterval": "10s", "acceptableRecoveryLag": ACCEPTABLE_LAG},
-            "scaling": {"scaleDownTimeout": "3m"},
-            "metrics": {"port": 8080, "path": "/metrics"},
-        },
-    }
 
 
 @pytest.fixture
@@ -131,52 +102,6 @@ def warmup_lags(journal: Path) -> list[WarmupLag]:
     return lags
 
 
-def ready(pod: dict[str, Any]) -> bool:
-    """Ready: its process follows the published assignment (it reports the generation it runs)."""
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def settle(sandbox: Sandbox, kafka: SampleApp, replicas: int, timeout: float = 300) -> dict[str, set[str]]:
-    """Wait until the app runs `replicas` pods, all ready and none being deleted, and the operator's
-    published actives are exactly Kafka's view of the group, balanced over the pods; that view."""
-    deadline = time.monotonic() + timeout
-    seen: object = None
-    while time.monotonic() < deadline:
-        listed = [p for p in sandbox.pods(APP) if not p["metadata"].get("deletionTimestamp")]
-        pods = {p["metadata"]["name"] for p in listed if ready(p)}
-        publication = sandbox.publication(APP)
-        try:
-            view = kafka.kafka_view()
-        except KafkaException:  # the group's coordinator is still loading, or moving
-            view = {}
-        if publication is not None and len(pods) == len(listed) == replicas:
-            planned = {pod: set(roles.active) for pod, roles in publication.assignment.items() if pod in pods}
-            counts = [len(planned.get(pod, set())) for pod in pods]
-            kafka_view = {pod: tasks for pod, tasks in view.items() if tasks}
-            if (
-                sum(counts) == 2 * PARTITIONS
-                and max(counts) - min(counts) <= 1
-                and {pod: tasks for pod, tasks in planned.items() if tasks} == kafka_view
-                and not publication.revoking
-            ):
-                return kafka_view
-            seen = (sorted(pods), planned, view)
-        time.sleep(1)
-    raise AssertionError(f"no agreed, balanced assignment over {replicas} pods within {timeout} s: {seen}")
-
-
-def crash(sandbox: Sandbox, pod: str, *, lose_volume: bool, timeout: float = 120) -> None:
-    """SIGKILL the pod's JVM and wait until the kubelet stand-in runs a new one in the same pod."""
-    kubelet = sandbox.kubelet
-    assert kubelet is not None
-    killed = kubelet.crash(pod, lose_volume=lose_volume)
-    deadline = time.monotonic() + timeout
-    while kubelet.worker_pids().get(f"default/{pod}") in (None, killed):
-        assert time.monotonic() < deadline, f"{pod} was not restarted within {timeout} s"
-        time.sleep(0.5)
-
-
 def test_the_operator_runs_a_kafka_streams_app_through_scaling_crashes_and_a_swap(
     sandbox: Sandbox, kafka_broker: KafkaCluster, topics: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -206,28 +131,34 @@ def walk(sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str) -> int:
     """3 -> 6 -> 3, a crash with and one without its volume, a swap: 1,200 orders in all. The generation
     published once the app first settled."""
     bootstrap = kafka.bootstrap
-    sandbox.apply(streams_app(orders, totals, replicas=3))
+    sandbox.apply(streams_app(APP, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG))
     produce_orders(bootstrap, orders, 0, 300)
-    settle(sandbox, kafka, 3)
+    settle(sandbox, kafka, 3, 2 * PARTITIONS)
     created = sandbox.publication(APP)
     assert created is not None
+    status = sandbox.app(APP).get("status") or {}
+    learned = {sub["name"]: (sub["partitions"], sub["inputTopics"]) for sub in status.get("topology", [])}
+    assert learned == {"0": (PARTITIONS, [orders]), "1": (PARTITIONS, [REPARTITION])}, status.get("topology")
+    assert not [
+        c for c in status.get("conditions", []) if c["type"] == "TopologyMismatch" and c["status"] == "True"
+    ]
 
     sandbox.patch_app(APP, {"spec": {"replicas": 6}})
     produce_orders(bootstrap, orders, 300, 300)
-    six = settle(sandbox, kafka, 6)
+    six = settle(sandbox, kafka, 6, 2 * PARTITIONS)
     assert len(six) == 6, f"every pod runs an active task: {six}"
 
     sandbox.patch_app(APP, {"spec": {"replicas": 3}})
     produce_orders(bootstrap, orders, 600, 300)
-    three = settle(sandbox, kafka, 3)
+    three = settle(sandbox, kafka, 3, 2 * PARTITIONS)
 
     with_volume, without_volume = sorted(three)[:2]
     crash(sandbox, with_volume, lose_volume=False)  # restarted in place with its state directory
     produce_orders(bootstrap, orders, 900, 100)
-    settle(sandbox, kafka, 3)
+    settle(sandbox, kafka, 3, 2 * PARTITIONS)
     crash(sandbox, without_volume, lose_volume=True)  # its state is restored from the changelogs
     produce_orders(bootstrap, orders, 1000, 100)
-    settle(sandbox, kafka, 3)
+    settle(sandbox, kafka, 3, 2 * PARTITIONS)
 
     before = {p["metadata"]["uid"] for p in sandbox.pods(APP)}
     stamp = {RESTARTED_AT_ANNOTATION: "2026-11-25T00:00:00Z"}  # what `smoothscale swap` writes
@@ -237,5 +168,5 @@ def walk(sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str) -> int:
     while before & {p["metadata"]["uid"] for p in sandbox.pods(APP)} and time.monotonic() < deadline:
         time.sleep(1)
     assert not before & {p["metadata"]["uid"] for p in sandbox.pods(APP)}, "the swap replaced every pod"
-    settle(sandbox, kafka, 3)
+    settle(sandbox, kafka, 3, 2 * PARTITIONS)
     return created.generation

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smoothscale.client import streams_protocol as names
+from smoothscale.contract import streams_protocol as names
 
 SOURCES = Path(__file__).resolve().parents[2] / "bridge/broker-assignor/src/main/java/io/smoothscale/broker"
 

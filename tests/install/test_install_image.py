@@ -1,12 +1,14 @@
 """The operator image: a linted, multi-stage, pinned, non-root Dockerfile whose entrypoint really runs.
 
-No image can be built here (no container engine), so the entrypoint test runs the image's ENTRYPOINT with
-the chart's arguments in the test environment, against the API emulator, and asks the endpoints the chart's
-probes and metrics Service use.
+The entrypoint test runs the image's ENTRYPOINT with the chart's arguments against the API emulator and asks
+the endpoints the chart's probes and metrics Service use: once as a process of the test environment (fast),
+once in a container of the image `tools/image/build.sh` builds from the unchanged Dockerfile (slow: podman
+with runc, as the chart's user, on a read-only root filesystem with /tmp writable, as the chart mounts it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from install_testkit import ROOT, container_args, render
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -152,12 +155,53 @@ def _get(url: str) -> str | None:
         return None
 
 
-def test_the_entrypoint_serves_the_charts_probes_and_metrics(emulator: Path, tmp_path: Path) -> None:
+IMAGE_BUILD = ROOT / "tools" / "image" / "build.sh"
+PODMAN = ROOT / "tools" / "image" / "podman.sh"
+
+
+def _built_image() -> str:
+    """The image `tools/image/build.sh` builds (minutes on a fresh machine, seconds when cached)."""
+    done = subprocess.run(
+        ["bash", str(IMAGE_BUILD)], capture_output=True, text=True, check=False, timeout=3600
+    )
+    assert done.returncode == 0, f"{IMAGE_BUILD} failed ({done.returncode}):\n{done.stderr[-4000:]}"
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _in_a_container(kubeconfig: Path, name: str) -> list[str]:
+    """`podman run` of the built image as the chart runs it: the chart's user, no capabilities, no privilege
+    escalation, a read-only root filesystem with a writable /tmp."""
+    values = yaml.safe_load((ROOT / "charts" / "smoothscale" / "values.yaml").read_text(encoding="utf-8"))
+    user = f"{values['podSecurityContext']['runAsUser']}:{values['podSecurityContext']['runAsGroup']}"
+    command = [
+        str(PODMAN),
+        "run",
+        "--rm",
+        f"--name={name}",
+        "--network=host",
+        f"--user={user}",
+        "--read-only",
+    ]
+    command += ["--tmpfs=/tmp", "--cap-drop=ALL", "--security-opt=no-new-privileges"]
+    command += [f"--volume={kubeconfig}:/var/run/smoothscale/kubeconfig:ro"]
+    return [*command, "--env=SMOOTHSCALE_KUBECONFIG=/var/run/smoothscale/kubeconfig", _built_image()]
+
+
+@pytest.mark.parametrize("where", ["process", pytest.param("container", marks=pytest.mark.slow)])
+def test_the_entrypoint_serves_the_charts_probes_and_metrics(
+    emulator: Path, tmp_path: Path, where: str
+) -> None:
     metrics_port, health_port = _free_port(), _free_port()
     documents = render(None, f"metrics.port={metrics_port}", f"health.port={health_port}")
-    command = [shutil.which(_entrypoint()[0], path=str(BIN)) or _entrypoint()[0], *_entrypoint()[1:]]
     log = tmp_path / "operator.log"
-    with log.open("wb") as output:
+    with contextlib.ExitStack() as cleanup, log.open("wb") as output:
+        if where == "process":
+            command = [shutil.which(_entrypoint()[0], path=str(BIN)) or _entrypoint()[0], *_entrypoint()[1:]]
+        else:
+            name = f"smoothscale-entrypoint-{os.getpid()}"
+            command = _in_a_container(emulator, name)
+            remove = [str(PODMAN), "rm", "--force", "--ignore", name]
+            cleanup.callback(subprocess.run, remove, capture_output=True, check=False)
         operator = subprocess.Popen(
             [*command, *container_args(documents)],
             env={**os.environ, "SMOOTHSCALE_KUBECONFIG": str(emulator)},
@@ -166,11 +210,16 @@ def test_the_entrypoint_serves_the_charts_probes_and_metrics(emulator: Path, tmp
         )
         try:
             health = f"http://127.0.0.1:{health_port}/healthz"
-            _wait(lambda: _get(health) is not None or operator.poll() is not None, "the health endpoint")
+            timeout = 90.0 if where == "container" else 30.0
+            _wait(
+                lambda: _get(health) is not None or operator.poll() is not None,
+                "the health endpoint",
+                timeout,
+            )
             assert operator.poll() is None, log.read_text()
             assert json.loads(_get(health) or "null") == {"apps": 0}
             assert "smoothscale_operator_plans" in (_get(f"http://127.0.0.1:{metrics_port}/metrics") or "")
         finally:
             operator.send_signal(signal.SIGTERM)
-            code = operator.wait(timeout=20)
+            code = operator.wait(timeout=30)
     assert code == 0, log.read_text()[-3000:]

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from test_op_reporting import conditions, status_input
 
 from smoothscale.operator.control.appreport import AppReport, observe_app_report, report_problems
 from smoothscale.operator.control.assignorfallbacks import RECENT
+from smoothscale.operator.control.learnedtopology import with_reported_topology
 from smoothscale.operator.control.observed import LearnedSubtopology, PodMetrics, ScrapeResult
+from smoothscale.operator.control.snapshot import task_ids
 from smoothscale.operator.control.status import build_status
-from smoothscale.operator.resource import MetricNames, load_spec
+from smoothscale.operator.resource import InvalidSpecError, MetricNames, load_spec
 from smoothscale.operator.scrape import parse_metrics
 
 NOW = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
@@ -129,3 +132,47 @@ def test_apps_whose_pods_report_no_topology_get_neither_condition() -> None:
     assert "AssignorFallback" not in conditions(status)
     assert "TopologyMismatch" not in conditions(status)
     assert status.topology == []
+
+
+def test_a_kafka_streams_app_may_leave_its_topology_to_the_app() -> None:
+    unwritten = load_spec(
+        {
+            "runtime": "KafkaStreams",
+            "template": {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}},
+        }
+    )
+    assert with_reported_topology(unwritten, None, "shop") is None, "no plan before the app reports its tasks"
+    planned = with_reported_topology(unwritten, TOPOLOGY, "shop")
+    assert planned is not None
+    assert task_ids(planned) == [f"{s}_{p}" for s in (0, 1) for p in range(4)]
+    assert [sub.stateful for sub in planned.topology.subtopologies] == [True, False]
+    assert planned.topology.subtopologies[0].stores == ["totals"], "read from shop-totals-changelog"
+    assert with_reported_topology(MATCHING, TOPOLOGY, "shop") is MATCHING, (
+        "a written topology is planned with as is"
+    )
+    _, events = observe_app_report(AppReport(), pods(**{"orders-0": {}}), unwritten, NOW)
+    assert events == [], "nothing written, nothing to disagree with"
+
+
+def test_a_client_library_app_still_needs_its_topology() -> None:
+    with pytest.raises(InvalidSpecError) as raised:
+        load_spec({"template": {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}}})
+    assert any(
+        p.startswith("spec.topology.subtopologies: required for runtime ClientLibrary")
+        for p in raised.value.problems
+    )
+
+
+def test_a_store_with_logging_disabled_gets_no_standbys_and_a_written_stateful_subtopology_is_named() -> None:
+    no_changelog = (LearnedSubtopology("0", 2, True, ("orders",), ()),)
+    template = {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}}
+    unwritten = load_spec({"runtime": "KafkaStreams", "template": template})
+    planned = with_reported_topology(unwritten, no_changelog, "shop")
+    assert planned is not None and not planned.topology.subtopologies[0].stateful, (
+        "no standby or warmup planned"
+    )
+
+    written = spec({"name": "0", "partitions": 2, "inputTopics": ["orders"]})
+    results: dict[str, ScrapeResult] = {"orders-0": PodMetrics(topology=no_changelog)}
+    _, events = observe_app_report(AppReport(), results, written, NOW)
+    assert "subtopology 0's stores have logging disabled in the app" in events[0].message

@@ -20,7 +20,8 @@ import org.apache.kafka.common.errors.GroupIdNotFoundException;
  * Kafka's own view of a streams group, as one JSON object on stdout: {@code Admin.describeStreamsGroups}
  * (KIP-1071), which no Python client has yet. Run with the broker's libs on the class path:
  * {@code java -cp '<kafka libs>/*:smoothscale-broker-assignor.jar' io.smoothscale.broker.GroupView
- * <bootstrap> <group>...}: {@code null} for a group that does not exist. Per member: pod ({@code smoothscale.pod} tag), rack, process, epoch, the assignment
+ * [--watch-ms <interval>] <bootstrap> <group>...}: {@code {"timeMs": ..., "groups": {id: view}}}, one line per
+ * interval with {@code --watch-ms}, the view {@code null} for a group that does not exist. Per member: pod ({@code smoothscale.pod} tag), rack, process, epoch, the assignment
  * it runs and its target, task offsets and end offsets; per group: epochs, state and the assignor's name.
  * A tool for the sandbox, tests and the operator; never loaded by the broker.
  */
@@ -28,28 +29,43 @@ public final class GroupView {
     private GroupView() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
-            System.err.println("usage: GroupView <bootstrap servers> <group id>...");
+        long watchMs = 0;
+        List<String> rest = List.of(args);
+        if (rest.size() > 1 && rest.get(0).equals("--watch-ms")) {
+            watchMs = Long.parseLong(rest.get(1));
+            rest = rest.subList(2, rest.size());
+        }
+        if (rest.size() < 2) {
+            System.err.println("usage: GroupView [--watch-ms <interval>] <bootstrap servers> <group id>...");
             System.exit(2);
         }
         Properties config = new Properties();
-        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
-        List<String> groups = List.of(args).subList(1, args.length);
-        Map<String, Object> out = new TreeMap<>();
+        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, rest.get(0));
+        List<String> groups = rest.subList(1, rest.size());
+        ObjectMapper json = new ObjectMapper();
         try (Admin admin = Admin.create(config)) {
-            var described = admin.describeStreamsGroups(groups).describedGroups();
-            for (String id : groups) {
-                try {
-                    out.put(id, describe(described.get(id).get(30, TimeUnit.SECONDS)));
-                } catch (ExecutionException error) {
-                    if (!(error.getCause() instanceof GroupIdNotFoundException)) {
-                        throw error;
+            do {
+                long started = System.currentTimeMillis();
+                Map<String, Object> out = new TreeMap<>();
+                out.put("timeMs", started);
+                Map<String, Object> described = new TreeMap<>();
+                var futures = admin.describeStreamsGroups(groups).describedGroups();
+                for (String id : groups) {
+                    try {
+                        described.put(id, describe(futures.get(id).get(30, TimeUnit.SECONDS)));
+                    } catch (ExecutionException error) {
+                        if (!(error.getCause() instanceof GroupIdNotFoundException)) {
+                            throw error;
+                        }
+                        described.put(id, null);
                     }
-                    out.put(id, null);
                 }
-            }
+                out.put("groups", described);
+                System.out.println(json.writeValueAsString(out));
+                System.out.flush();
+                Thread.sleep(Math.max(0, watchMs - (System.currentTimeMillis() - started)));
+            } while (watchMs > 0);
         }
-        System.out.println(new ObjectMapper().writeValueAsString(out));
     }
 
     private static Map<String, Object> describe(StreamsGroupDescription group) {
@@ -59,7 +75,16 @@ public final class GroupView {
         view.put("targetAssignmentEpoch", group.targetAssignmentEpoch());
         view.put("topologyEpoch", group.topologyEpoch());
         view.put("assignor", group.assignorName().orElse(null));
-        view.put("subtopologies", group.subtopologies().stream().map(s -> s.subtopologyId()).sorted().toList());
+        List<Map<String, Object>> subtopologies = new ArrayList<>();
+        group.subtopologies().forEach(s -> {
+            Map<String, Object> subtopology = new LinkedHashMap<>();
+            subtopology.put("id", s.subtopologyId());
+            subtopology.put("sourceTopics", s.sourceTopics());
+            subtopology.put("repartitionSourceTopics", s.repartitionSourceTopics().keySet());
+            subtopology.put("changelogTopics", s.stateChangelogTopics().keySet());
+            subtopologies.add(subtopology);
+        });
+        view.put("subtopologies", subtopologies);
         List<Map<String, Object>> members = new ArrayList<>();
         for (StreamsGroupMemberDescription member : group.members()) {
             Map<String, Object> m = new LinkedHashMap<>();

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -106,6 +107,14 @@ public final class OrdersApp {
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        if (!"off".equals(env.get("SMOOTHSCALE_BRIDGE"))) {
+            // What the bridge recommends for short hand-overs, set by the app (README, "Adopting smoothscale"):
+            // per-task process rates are recorded at DEBUG only; a member that a rebalance does not concern
+            // learns of it at its next heartbeat; a caught-up warmup runs once a restore fetch confirms it.
+            props.put(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, "DEBUG");
+            props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 200);
+            props.put(StreamsConfig.restoreConsumerPrefix(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG), 100);
+        }
         if (env.containsKey("SMOOTHSCALE_STATE_DIR")) {
             props.put(StreamsConfig.STATE_DIR_CONFIG, env.get("SMOOTHSCALE_STATE_DIR"));
         }
@@ -132,7 +141,7 @@ public final class OrdersApp {
         StreamThreadExceptionResponse response = Faults.exceptionResponse(env);
         Properties props = properties(env);
         boolean bridged = !"off".equals(env.get("SMOOTHSCALE_BRIDGE"));
-        SmoothscaleBridge bridge = bridged ? SmoothscaleBridge.fromEnvironment() : null;
+        SmoothscaleBridge bridge = bridged ? SmoothscaleBridge.fromProperties(props) : null;
         KafkaStreams streams = bridged
             ? new KafkaStreams(topology, bridge.configure(props), bridge.clientSupplier())
             : new KafkaStreams(topology, props);

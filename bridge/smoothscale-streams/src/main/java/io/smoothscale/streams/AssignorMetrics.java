@@ -14,7 +14,7 @@ public final class AssignorMetrics {
     private final Counter followed;
     private final Gauge followedGeneration;
 
-    public AssignorMetrics(PrometheusRegistry registry) {
+    AssignorMetrics(PrometheusRegistry registry) {
         fallbacks = Counter.builder().name(FALLBACKS)
             .help("Rebalances this instance led with Kafka's own assignment instead of the operator's, by reason.")
             .labelNames("reason").register(registry);

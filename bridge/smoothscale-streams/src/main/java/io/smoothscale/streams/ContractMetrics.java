@@ -18,8 +18,8 @@ import org.apache.kafka.streams.KafkaStreams;
  * {@code smoothscale_assignment_generation}, the generation this instance runs.
  *
  * <p>The process rate is Kafka Streams' own task-level {@code process-rate} ({@code stream-task-metrics}),
- * which Kafka records only at {@code metrics.recording.level=DEBUG}; {@link SmoothscaleBridge#configure}
- * sets that level unless the app chose one.
+ * which Kafka records only at {@code metrics.recording.level=DEBUG}: without it the gauge reports no task
+ * (the app chooses the level: DEBUG also records RocksDB statistics, a cost; see the README).
  */
 public final class ContractMetrics {
     public static final String TASK_LAG = "smoothscale_task_lag";
@@ -34,7 +34,7 @@ public final class ContractMetrics {
     private Map<String, TaskStates.TaskState> snapshot = Map.of();
     private long snapshotAtNanos;
 
-    public ContractMetrics(KafkaStreams streams, TaskStates taskStates, LongSupplier runningGeneration,
+    ContractMetrics(KafkaStreams streams, TaskStates taskStates, LongSupplier runningGeneration,
                            PrometheusRegistry registry) {
         this.streams = streams;
         this.taskStates = taskStates;

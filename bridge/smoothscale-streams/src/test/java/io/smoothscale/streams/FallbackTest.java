@@ -26,8 +26,7 @@ import org.junit.jupiter.api.Test;
 class FallbackTest {
     private static final Instant NOW = Instant.parse("2026-11-26T10:00:00Z");
 
-    private final SmoothscaleBridge bridge = new SmoothscaleBridge("orders-0", "ns", "orders-assignment",
-        "127.0.0.1", 0, null);
+    private final SmoothscaleBridge bridge = SmoothscaleBridgeTest.bridgeOf("orders-0");
 
     private TaskAssignment assign(Group group, Instant now) {
         OperatorTaskAssignor assignor = new OperatorTaskAssignor(Clock.fixed(now, ZoneOffset.UTC));

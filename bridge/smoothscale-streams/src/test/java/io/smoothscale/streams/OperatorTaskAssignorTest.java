@@ -20,8 +20,7 @@ import org.junit.jupiter.api.Test;
 class OperatorTaskAssignorTest {
     private static final String LONG_POD = "orders-enrichment-with-a-very-long-statefulset-name-1234567-0";
 
-    private final SmoothscaleBridge bridge = new SmoothscaleBridge("orders-0", "ns", "orders-assignment",
-        "127.0.0.1", 0, null);
+    private final SmoothscaleBridge bridge = SmoothscaleBridgeTest.bridgeOf("orders-0");
 
     /** Subtopology 0 stateful (4 tasks), subtopology 1 stateless (2 tasks). */
     private static Group group() {

@@ -4,8 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.fabric8.kubernetes.api.model.ConfigMap;
-import io.fabric8.kubernetes.client.utils.Serialization;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -21,10 +22,16 @@ import org.junit.jupiter.api.Test;
 class PublicationCodecTest {
     private static final String LONG_POD = "orders-enrichment-with-a-very-long-statefulset-name-1234567-0";
 
-    static ConfigMap operatorConfigMap() throws IOException {
+    static ObjectNode operatorConfigMap() throws IOException {
         try (InputStream in = PublicationCodecTest.class.getResourceAsStream("/operator-configmap.json")) {
-            return Serialization.unmarshal(in, ConfigMap.class);
+            return (ObjectNode) new ObjectMapper().readTree(in);
         }
+    }
+
+    private static Map<String, String> strings(JsonNode node) {
+        Map<String, String> values = new HashMap<>();
+        node.properties().forEach(entry -> values.put(entry.getKey(), entry.getValue().asText()));
+        return values;
     }
 
     static String gzipBase64(String json) throws IOException {
@@ -37,8 +44,9 @@ class PublicationCodecTest {
 
     @Test
     void readsTheConfigMapTheOperatorWrites() throws Exception {
-        ConfigMap configMap = operatorConfigMap();
-        Publication publication = PublicationCodec.fromConfigMap(configMap.getData(), configMap.getBinaryData());
+        ObjectNode configMap = operatorConfigMap();
+        Publication publication = PublicationCodec.fromConfigMap(strings(configMap.get("data")),
+            strings(configMap.get("binaryData")));
 
         assertEquals(7, publication.generation());
         assertEquals(new PodTasks(List.of("0_0", "0_1", "1_0"), List.of("0_3"), List.of()), publication.tasksOf("orders-0"));
@@ -49,9 +57,9 @@ class PublicationCodecTest {
 
     @Test
     void aGenerationKeyThatDisagreesIsCorrupt() throws Exception {
-        ConfigMap configMap = operatorConfigMap();
+        Map<String, String> binaryData = strings(operatorConfigMap().get("binaryData"));
         CorruptPublicationException error = assertThrows(CorruptPublicationException.class,
-            () -> PublicationCodec.fromConfigMap(Map.of("generation", "8"), configMap.getBinaryData()));
+            () -> PublicationCodec.fromConfigMap(Map.of("generation", "8"), binaryData));
         assertTrue(error.getMessage().contains("generation 7"), error.getMessage());
     }
 
@@ -81,10 +89,8 @@ class PublicationCodecTest {
         PublicationWatch.read(operatorConfigMap(), latest);
         assertEquals(7, latest.publication().orElseThrow().generation());
 
-        ConfigMap corrupt = operatorConfigMap();
-        Map<String, String> binary = new HashMap<>(corrupt.getBinaryData());
-        binary.put("assignment.json.gz", "AAAA");
-        corrupt.setBinaryData(binary);
+        ObjectNode corrupt = operatorConfigMap();
+        ((ObjectNode) corrupt.get("binaryData")).put("assignment.json.gz", "AAAA");
         PublicationWatch.read(corrupt, latest);
 
         assertTrue(latest.publication().isEmpty());

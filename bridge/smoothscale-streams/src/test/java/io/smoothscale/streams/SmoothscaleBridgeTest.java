@@ -1,78 +1,109 @@
 package io.smoothscale.streams;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor;
 import org.junit.jupiter.api.Test;
 
 class SmoothscaleBridgeTest {
     private static final Map<String, String> POD_ENV = Map.of(
         "SMOOTHSCALE_POD_NAME", "orders-3", "SMOOTHSCALE_NAMESPACE", "streams", "SMOOTHSCALE_APP", "orders");
 
-    @Test
-    void thePodsEnvironmentNamesItsConfigMapAndMetricsPort() {
-        SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment(POD_ENV);
-        assertEquals("orders-3", bridge.pod());
-        assertEquals("streams/orders-assignment", bridge.configMapName());
+    private static SmoothscaleBridge bridge() {
+        return new SmoothscaleBridge(BridgeSettings.of(Map.of(), POD_ENV));
+    }
+
+    /** A bridge for pod {@code pod} of app {@code orders} in namespace {@code ns}, metrics on any free port. */
+    static SmoothscaleBridge bridgeOf(String pod) {
+        return new SmoothscaleBridge(new BridgeSettings(pod, "ns", "orders-assignment", "127.0.0.1", 0, Optional.empty()));
     }
 
     @Test
-    void aMissingOrBadVariableIsNamed() {
+    void thePodsEnvironmentNamesItsConfigMapAndAMetricsPortNoFrameworkUses() {
+        BridgeSettings settings = BridgeSettings.of(Map.of(), POD_ENV);
+        assertEquals("orders-3", settings.pod());
+        assertEquals("orders-assignment", settings.configMap());
+        assertEquals(9494, settings.metricsPort());
+        assertEquals("streams/orders-assignment", new SmoothscaleBridge(settings).configMapName());
+    }
+
+    @Test
+    void theAppsSmoothscalePropertiesWinOverTheEnvironment() {
+        Map<String, Object> app = Map.of("smoothscale.metrics.port", "9100", "smoothscale.assignment.configmap", "x",
+            "smoothscale.namespace", "blue");
+        BridgeSettings settings = BridgeSettings.of(app, POD_ENV);
+        assertEquals(9100, settings.metricsPort());
+        assertEquals("x", settings.configMap());
+        assertEquals("blue", settings.namespace());
+        assertEquals("orders-3", settings.pod(), "what the app did not set comes from the pod's environment");
+    }
+
+    @Test
+    void aMissingOrBadSettingIsNamed() {
         IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
-            () -> SmoothscaleBridge.fromEnvironment(Map.of("SMOOTHSCALE_POD_NAME", "orders-3")));
-        assertTrue(missing.getMessage().startsWith("SMOOTHSCALE_NAMESPACE is not set"), missing.getMessage());
-        Map<String, String> env = new java.util.HashMap<>(POD_ENV);
+            () -> BridgeSettings.of(Map.of(), Map.of("SMOOTHSCALE_POD_NAME", "orders-3")));
+        assertTrue(missing.getMessage().startsWith("smoothscale.namespace is not set (nor SMOOTHSCALE_NAMESPACE)"),
+            missing.getMessage());
+        Map<String, String> env = new HashMap<>(POD_ENV);
         env.put("SMOOTHSCALE_METRICS_PORT", "http");
-        IllegalArgumentException port = assertThrows(IllegalArgumentException.class,
-            () -> SmoothscaleBridge.fromEnvironment(env));
-        assertTrue(port.getMessage().contains("SMOOTHSCALE_METRICS_PORT must be a port number"), port.getMessage());
+        IllegalArgumentException port = assertThrows(IllegalArgumentException.class, () -> BridgeSettings.of(Map.of(), env));
+        assertTrue(port.getMessage().contains("smoothscale.metrics.port (SMOOTHSCALE_METRICS_PORT) must be a port number"),
+            port.getMessage());
     }
 
     @Test
-    void configureNamesTheClientAfterThePodAndInstallsTheAssignor() {
-        SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment(POD_ENV);
+    void configureAddsWhatTheBridgeNeedsAndChangesNothingTheAppSet() {
+        SmoothscaleBridge bridge = bridge();
         Properties app = ordersApp();
+        app.put(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, "INFO");
 
         Properties props = bridge.configure(app);
 
         assertEquals("orders-3", props.get(StreamsConfig.CLIENT_ID_CONFIG));
         assertEquals(OperatorTaskAssignor.class.getName(), props.get(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG));
         assertSame(bridge, props.get(SmoothscaleBridge.CONFIG_KEY));
-        assertEquals("DEBUG", props.get(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG));
-        assertEquals("200", String.valueOf(new StreamsConfig(props).getMainConsumerConfigs("orders", "c", 0)
-            .get(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG)), "rebalances reach every member within 0.2 s");
-        assertEquals("100", String.valueOf(new StreamsConfig(props).getRestoreConsumerConfigs("c")
-            .get(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG)));
-        assertEquals(2, app.size(), "the app's own properties are left as they were");
+        assertEquals("INFO", props.get(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG));
+        assertFalse(props.containsKey(StreamsConfig.mainConsumerPrefix("heartbeat.interval.ms")),
+            "no consumer setting is added behind the app's back");
+        assertEquals(3, app.size(), "the app's own properties are left as they were");
         // Kafka Streams accepts the result and hands the bridge to the assignor it builds.
         assertSame(bridge, new StreamsConfig(props).originals().get(SmoothscaleBridge.CONFIG_KEY));
     }
 
     @Test
-    void anAppsOwnHeartbeatIntervalIsKept() {
-        SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment(POD_ENV);
+    void theAppMayNameTheBridgesOwnAssignorAndThePodsName() {
         Properties app = ordersApp();
-        app.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
+        app.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, OperatorTaskAssignor.class);
+        app.put(StreamsConfig.CLIENT_ID_CONFIG, "orders-3");
+        assertSame(OperatorTaskAssignor.class, bridge().configure(app).get(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG));
+    }
 
-        Properties props = bridge.configure(app);
-
-        assertEquals("1000", String.valueOf(new StreamsConfig(props).getMainConsumerConfigs("orders", "c", 0)
-            .get(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG)));
+    private static String refusal(String property, Object value) {
+        Properties app = ordersApp();
+        app.put(property, value);
+        return assertThrows(IllegalArgumentException.class, () -> bridge().configure(app)).getMessage();
     }
 
     @Test
-    void aClientIdThatIsNotThePodsNameIsRefused() {
-        SmoothscaleBridge bridge = SmoothscaleBridge.fromEnvironment(POD_ENV);
-        Properties app = new Properties();
-        app.put(StreamsConfig.CLIENT_ID_CONFIG, "orders-service");
-        IllegalArgumentException error = assertThrows(IllegalArgumentException.class, () -> bridge.configure(app));
-        assertTrue(error.getMessage().contains("must be the pod's name 'orders-3'"), error.getMessage());
+    void aConflictingSettingIsRefusedWithWhatToDo() {
+        String assignor = refusal(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, StickyTaskAssignor.class.getName());
+        assertTrue(assignor.startsWith("task.assignor.class is '" + StickyTaskAssignor.class.getName() + "'"), assignor);
+        assertTrue(assignor.contains("remove the setting"), assignor);
+        String clientId = refusal(StreamsConfig.CLIENT_ID_CONFIG, "orders-service");
+        assertTrue(clientId.contains("must be the pod's name 'orders-3'"), clientId);
+        String supplier = refusal(StreamsConfig.DEFAULT_CLIENT_SUPPLIER_CONFIG, "com.example.Supplier");
+        assertTrue(supplier.startsWith("default.client.supplier is 'com.example.Supplier'"), supplier);
+        String protocol = refusal("group.protocol", "streams");
+        assertTrue(protocol.contains("group.protocol=classic") && protocol.contains("broker-side assignor"), protocol);
     }
 
     /** The sample app's own properties: its id and its brokers. */

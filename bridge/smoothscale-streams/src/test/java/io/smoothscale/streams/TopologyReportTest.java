@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 class TopologyReportTest {
     @Test
     void theLeaderReportsEverySubtopologyItsPartitionsStateAndTopics() throws IOException {
-        SmoothscaleBridge bridge = new SmoothscaleBridge("orders-0", "ns", "orders-assignment", "127.0.0.1", 0, null);
+        SmoothscaleBridge bridge = SmoothscaleBridgeTest.bridgeOf("orders-0");
         OperatorTaskAssignor assignor = new OperatorTaskAssignor();
         assignor.configure(Map.of(SmoothscaleBridge.CONFIG_KEY, bridge));
         Group group = new Group().tasks(0, 4, true).tasks(1, 2, false).tasks(2, 3, true, false)

@@ -1,0 +1,97 @@
+"""The Java sample app as a StreamsApp under the operator in the sandbox (`spec.runtime: KafkaStreams`): its
+resource, waiting until it has settled, and crashing one of its pods. Shared by the operator-driven bridge
+test and the Kafka Streams chaos benchmark (`benchmarks/streams_chaos.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from smoothscale.contract import names as contract
+
+from .harness import Sandbox
+from .kafka_streams import SampleApp
+
+
+def streams_app(
+    app: str,
+    orders: str,
+    totals: str,
+    replicas: int,
+    *,
+    acceptable_lag: int,
+    session_timeout_ms: int = 10_000,
+) -> dict[str, Any]:
+    """The sample app as a StreamsApp with no spec.topology: the bridge reports it (subtopology 0 reads the
+    orders, 1 the repartition topic). A killed instance's member leaves the group after
+    `session_timeout_ms`, not Kafka Streams' 45 s."""
+    env = [
+        {"name": "ORDERS_TOPIC", "value": orders},
+        {"name": "TOTALS_TOPIC", "value": totals},
+        {"name": "STREAMS_SESSION_TIMEOUT_MS", "value": str(session_timeout_ms)},
+    ]
+    return {
+        "apiVersion": contract.API_VERSION,
+        "kind": contract.KIND,
+        "metadata": {"name": app, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "runtime": "KafkaStreams",
+            "template": {"spec": {"containers": [{"name": "app", "image": "orders:1", "env": env}]}},
+            "assignment": {"probingInterval": "10s", "acceptableRecoveryLag": acceptable_lag},
+            "scaling": {"scaleDownTimeout": "3m"},
+            "metrics": {"port": 8080, "path": "/metrics"},
+        },
+    }
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    """Ready: its process follows the published assignment (it reports the generation it runs)."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def settle(
+    sandbox: Sandbox, kafka: SampleApp, replicas: int, tasks: int, timeout: float = 300
+) -> dict[str, set[str]]:
+    """Wait until the app runs `replicas` pods, all ready and none being deleted, and the operator's
+    published actives (all `tasks` of them) are exactly Kafka's view of the group, balanced over the pods;
+    that view."""
+    deadline = time.monotonic() + timeout
+    seen: object = None
+    while time.monotonic() < deadline:
+        listed = [p for p in sandbox.pods(kafka.app) if not p["metadata"].get("deletionTimestamp")]
+        pods = {p["metadata"]["name"] for p in listed if ready(p)}
+        publication = sandbox.publication(kafka.app)
+        try:
+            view = kafka.kafka_view()
+        except (KafkaException, TimeoutError):  # the coordinator is loading, moving, or slow to answer
+            view = {}
+        if publication is not None and len(pods) == len(listed) == replicas:
+            planned = {pod: set(roles.active) for pod, roles in publication.assignment.items() if pod in pods}
+            counts = [len(planned.get(pod, set())) for pod in pods]
+            kafka_view = {pod: tasks for pod, tasks in view.items() if tasks}
+            if (
+                sum(counts) == tasks
+                and max(counts) - min(counts) <= 1
+                and {pod: tasks for pod, tasks in planned.items() if tasks} == kafka_view
+                and not publication.revoking
+            ):
+                return kafka_view
+            seen = (sorted(pods), planned, view)
+        time.sleep(1)
+    raise AssertionError(f"no agreed, balanced assignment over {replicas} pods within {timeout} s: {seen}")
+
+
+def crash(sandbox: Sandbox, pod: str, *, lose_volume: bool, timeout: float = 120) -> None:
+    """SIGKILL the pod's JVM and wait until the kubelet stand-in runs a new one in the same pod."""
+    kubelet = sandbox.kubelet
+    assert kubelet is not None
+    killed = kubelet.crash(pod, lose_volume=lose_volume)
+    deadline = time.monotonic() + timeout
+    while kubelet.worker_pids().get(f"default/{pod}") in (None, killed):
+        assert time.monotonic() < deadline, f"{pod} was not restarted within {timeout} s"
+        time.sleep(0.5)
