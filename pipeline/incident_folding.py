@@ -44,6 +44,10 @@ FOLDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
 )  # fmt: skip
 
 
+# The members of these stay their own: the slow rebalance failed commits explain went on with the others.
+KEEP_MEMBERS = frozenset({"commit-failed"})
+
+
 @dataclass(frozen=True, slots=True)
 class Minimums:
     sync_storm: int
@@ -171,7 +175,7 @@ def folded(rows: list[dict[str, Any]], slack_s: float) -> list[dict[str, Any]]:
                 a["end_ts"] = max(a["end_ts"], b["end_ts"])
                 a["detail"] += f"; with it, {b['kind']}: {b['detail']}"
                 a["occurrences"] += b["occurrences"]
-                if not by_member:
+                if not by_member and explaining not in KEEP_MEMBERS:
                     a["members"] = sorted({*a["members"], *b["members"]})
     return [row for row in rows if id(row) not in gone]
 
