@@ -324,10 +324,10 @@ class Operator:
         memory = self._memory
         if memory is None or not self.strategy.is_final(memory.plan) or not self._published_as_desired():
             return False
-        if self.hold.since is not None or any(p.revision != spec.revision for p in view.listed_pods()):
+        if self.hold.since is not None:
             return False
         pods = view.running_pods()
-        if any(p.leaving_since is not None for p in pods):
+        if any(p.leaving_since is not None or p.revision != spec.revision for p in pods):
             return False
         if fingerprint(self.clients(view, pods, lags=False)) != memory.fingerprint:
             return False
