@@ -135,8 +135,9 @@ def test_the_killed_member_expires_after_its_session_timeout(
     assert expired["members"] == [rebalanced["second"]]
     waited = (expired["ts"] - rebalanced["killed_at"]).total_seconds()
     assert SESSION_TIMEOUT_MS / 1000 - 1 <= waited <= SESSION_TIMEOUT_MS / 1000 + 15
-    # The coordinator's "has failed" line and its rebalance reason are one incident.
-    assert expired["occurrences"] == 2
+    # The coordinator's "has failed" line and its rebalance reason are one incident (the 4.4 coordinator's
+    # other lines of the same expiry fold into it too), not a row each.
+    assert expired["occurrences"] >= 2
     # Nothing else is wrong with this group: members joining, then going, is no churn.
     assert {d["kind"] for d in diagnosed} == {"heartbeat-expiration"}
 
