@@ -24,7 +24,12 @@ from hypothesis import strategies as st
 from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener
 from smoothscale.client.publication import from_mounted_dir
 from smoothscale.contract import names as contract
-from smoothscale.contract.configmap import CorruptAssignment, decode_publication, encode_publication, from_configmap
+from smoothscale.contract.configmap import (
+    CorruptAssignment,
+    decode_publication,
+    encode_publication,
+    from_configmap,
+)
 from smoothscale.contract.publication import ClientAssignment, Publication
 
 POD = "orders-0"
