@@ -7,7 +7,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -17,8 +16,6 @@ import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
 import org.apache.kafka.streams.processor.assignment.ProcessId;
-import org.apache.kafka.streams.processor.assignment.TaskAssignmentUtils;
-import org.apache.kafka.streams.processor.assignment.TaskAssignor.AssignmentError;
 import org.apache.kafka.streams.processor.assignment.TaskAssignor.TaskAssignment;
 import org.junit.jupiter.api.Test;
 
@@ -32,15 +29,7 @@ class FallbackTest {
         OperatorTaskAssignor assignor = new OperatorTaskAssignor(Clock.fixed(now, ZoneOffset.UTC));
         assignor.configure(Map.of(SmoothscaleBridge.CONFIG_KEY, bridge));
         TaskAssignment assignment = assignor.assign(group);
-        assertEquals(AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(group, assignment));
-        Map<TaskId, Integer> actives = new HashMap<>();
-        for (KafkaStreamsAssignment client : assignment.assignment()) {
-            client.tasks().values().stream().filter(t -> t.type() == AssignedTask.Type.ACTIVE)
-                .forEach(t -> actives.merge(t.id(), 1, Integer::sum));
-        }
-        for (TaskId task : group.allTasks().keySet()) {
-            assertEquals(1, actives.getOrDefault(task, 0), "task " + task + " must be active exactly once");
-        }
+        OperatorTaskAssignorTest.assertSafe(group, assignment);
         return assignment;
     }
 

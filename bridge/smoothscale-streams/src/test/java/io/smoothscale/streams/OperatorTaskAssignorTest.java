@@ -40,7 +40,7 @@ class OperatorTaskAssignorTest {
     }
 
     /** What Kafka itself checks, and what it does not: every task of the app active on exactly one client. */
-    private static void assertSafe(Group group, TaskAssignment assignment) {
+    static void assertSafe(Group group, TaskAssignment assignment) {
         assertEquals(AssignmentError.NONE, TaskAssignmentUtils.validateTaskAssignment(group, assignment));
         Map<TaskId, Integer> actives = new HashMap<>();
         for (KafkaStreamsAssignment client : assignment.assignment()) {
