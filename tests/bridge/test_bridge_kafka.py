@@ -36,6 +36,13 @@ def api_server() -> Iterator[Path]:
         yield running.kubeconfig
 
 
+@pytest.fixture(params=["code", "properties"])
+def adoption(request: pytest.FixtureRequest) -> str:
+    """How the app adopts smoothscale: the code API (`SmoothscaleBridge`), or its settings alone
+    (`PlainOrdersApp`: `metric.reporters`, `task.assignor.class`, `client.id` in a properties file)."""
+    return str(request.param)
+
+
 @pytest.fixture
 def orders_app(kafka_broker: KafkaCluster, api_server: Path, tmp_path: Path) -> Iterator[SampleApp]:
     bootstrap = kafka_broker.bootstrap_servers
@@ -55,8 +62,11 @@ def orders_app(kafka_broker: KafkaCluster, api_server: Path, tmp_path: Path) -> 
         app.stop_all()
 
 
-def test_instances_follow_each_publication_and_count_every_order_once(orders_app: SampleApp) -> None:
+def test_instances_follow_each_publication_and_count_every_order_once(
+    orders_app: SampleApp, adoption: str
+) -> None:
     api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
+    mode = {"SMOOTHSCALE_BRIDGE": "properties"} if adoption == "properties" else {}
     first = Publication(
         generation=1,
         assignment={
@@ -66,7 +76,7 @@ def test_instances_follow_each_publication_and_count_every_order_once(orders_app
     )
     orders_app.publish(api, first)
     for pod in ("orders-0", "orders-1"):
-        orders_app.start(pod)
+        orders_app.start(pod, extra_env=mode)
     orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=120)
     assert orders_app.kafka_view() == {
         "orders-0": {"0_0", "0_1", "1_0", "1_1"},
@@ -83,7 +93,7 @@ def test_instances_follow_each_publication_and_count_every_order_once(orders_app
     )
     published = orders_app.publish(api, moved)
     running = orders_app.wait_generation(["orders-0", "orders-1"], 2, timeout=60)
-    print(f"generation 2 ran on both instances {running - published:.2f} s after it was published")
+    print(f"{adoption}: generation 2 ran on both instances {running - published:.2f} s after it was published")
     assert running - published < 10, "a new publication must take effect within seconds, without restarts"
     assert orders_app.kafka_view() == {
         "orders-0": {"0_0", "1_0"},

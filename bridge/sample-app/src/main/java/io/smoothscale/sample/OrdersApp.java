@@ -35,7 +35,9 @@ import org.slf4j.LoggerFactory;
  * <p>Settings come from the pod's environment: {@code KAFKA_BOOTSTRAP_SERVERS}, {@code SMOOTHSCALE_APP} (the
  * application id), {@code SMOOTHSCALE_STATE_DIR}, {@code ORDERS_TOPIC} / {@code TOTALS_TOPIC}, any Streams
  * property as {@code STREAMS_<NAME>} ({@code STREAMS_NUM_STREAM_THREADS=2} is {@code num.stream.threads=2}),
- * and {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline). Tests
+ * and {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline), or
+ * {@code SMOOTHSCALE_BRIDGE=properties} to run {@link PlainOrdersApp}, which adopts smoothscale by its settings
+ * alone (the code API is this class's default). Tests
  * may make it misbehave ({@link Faults}: a slow record, an exception, the uncaught exception handler's response).
  */
 public final class OrdersApp {
@@ -136,6 +138,10 @@ public final class OrdersApp {
 
     public static void main(String[] args) throws InterruptedException {
         Map<String, String> env = System.getenv();
+        if ("properties".equals(env.get("SMOOTHSCALE_BRIDGE"))) {
+            PlainOrdersApp.main(args);  // the same topology, adopting smoothscale by its settings alone
+            return;
+        }
         Topology topology = topology(env.getOrDefault("ORDERS_TOPIC", "orders"), env.getOrDefault("TOTALS_TOPIC", "customer-totals"),
             Faults.fromEnvironment(env));
         StreamThreadExceptionResponse response = Faults.exceptionResponse(env);

@@ -8,14 +8,12 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
-import org.apache.kafka.streams.KafkaStreams;
 
 /**
- * The metrics every pod of a StreamsApp exposes for the operator (Contract 3), read from a running
- * {@link KafkaStreams} at each scrape: {@code smoothscale_task_lag} and
- * {@code smoothscale_task_changelog_end_offset} for every task with local state (active or standby, summed
- * over the task's stores), {@code smoothscale_task_process_rate} for every active task, and
- * {@code smoothscale_assignment_generation}, the generation this instance runs.
+ * The metrics every pod of a StreamsApp exposes for the operator (Contract 3), read from its {@link TaskSource}
+ * at each scrape: {@code smoothscale_task_lag} and {@code smoothscale_task_changelog_end_offset} for every task
+ * with local state (active or standby, summed over the task's stores), {@code smoothscale_task_process_rate}
+ * for every active task, and {@code smoothscale_assignment_generation}, the generation this instance runs.
  *
  * <p>The process rate is Kafka Streams' own task-level {@code process-rate} ({@code stream-task-metrics}),
  * which Kafka records only at {@code metrics.recording.level=DEBUG}: without it the gauge reports no task
@@ -27,31 +25,22 @@ public final class ContractMetrics {
     public static final String GENERATION = "smoothscale_assignment_generation";
     public static final String PROCESS_RATE = "smoothscale_task_process_rate";
     public static final String TASK_LABEL = "task";
-    private static final long SNAPSHOT_NANOS = 500_000_000L;
 
-    private final KafkaStreams streams;
-    private final TaskStates taskStates;
-    private Map<String, TaskStates.TaskState> snapshot = Map.of();
-    private long snapshotAtNanos;
-
-    ContractMetrics(KafkaStreams streams, TaskStates taskStates, LongSupplier runningGeneration,
-                           PrometheusRegistry registry) {
-        this.streams = streams;
-        this.taskStates = taskStates;
+    ContractMetrics(TaskSource tasks, LongSupplier runningGeneration, PrometheusRegistry registry) {
         GaugeWithCallback.builder().name(TASK_LAG)
             .help("Offsets this pod's state of the task is behind its changelog end (every task it has state for).")
             .labelNames(TASK_LABEL)
-            .callback(callback -> states().forEach((task, state) -> callback.call(state.lag(), task)))
+            .callback(callback -> tasks.states().forEach((task, state) -> callback.call(state.lag(), task)))
             .register(registry);
         GaugeWithCallback.builder().name(CHANGELOG_END_OFFSET)
             .help("End offset of the task's changelog, as this pod last saw it.")
             .labelNames(TASK_LABEL)
-            .callback(callback -> states().forEach((task, state) -> callback.call(state.endOffset(), task)))
+            .callback(callback -> tasks.states().forEach((task, state) -> callback.call(state.endOffset(), task)))
             .register(registry);
         GaugeWithCallback.builder().name(PROCESS_RATE)
             .help("Records per second this pod processes for the task (0 when it does not process it).")
             .labelNames(TASK_LABEL)
-            .callback(callback -> processRates(streams::metrics).forEach((task, rate) -> callback.call(rate, task)))
+            .callback(callback -> tasks.processRates().forEach((task, rate) -> callback.call(rate, task)))
             .register(registry);
         GaugeWithCallback.builder().name(GENERATION)
             .help("The last assignment generation this pod has fully applied.")
@@ -62,17 +51,6 @@ public final class ContractMetrics {
                 }
             })
             .register(registry);
-    }
-
-    /** One lag lookup serves the lag and end-offset gauges of a scrape (it asks the brokers for end offsets). */
-    private synchronized Map<String, TaskStates.TaskState> states() {
-        long now = System.nanoTime();
-        if (now - snapshotAtNanos > SNAPSHOT_NANOS) {
-            KafkaStreams.State state = streams.state();
-            snapshot = state.isRunningOrRebalancing() ? taskStates.byTask(streams.allLocalStorePartitionLags()) : Map.of();
-            snapshotAtNanos = now;
-        }
-        return snapshot;
     }
 
     /** Per task id, the sum over stream threads of Kafka Streams' task-level process rate. */

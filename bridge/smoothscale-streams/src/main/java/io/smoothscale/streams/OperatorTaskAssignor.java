@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.assignment.ApplicationState;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
@@ -35,7 +36,8 @@ import org.slf4j.LoggerFactory;
  * leaves members idle for longer than {@link PlanPatience#LIMIT} is no longer waited on. Any exception is
  * caught: an assignor that throws kills the leader's stream thread. Kafka Streams builds a new assignor for
  * every rebalance and configures it with the app's properties, where {@link SmoothscaleBridge#configure} put
- * the bridge under {@link SmoothscaleBridge#CONFIG_KEY}.
+ * the bridge under {@link SmoothscaleBridge#CONFIG_KEY}; an app configured alone has its bridge started by
+ * {@link SmoothscaleMetricsReporter}, found by the Streams {@code client.id} its consumer's id begins with.
  */
 public class OperatorTaskAssignor implements TaskAssignor {
     /**
@@ -59,13 +61,29 @@ public class OperatorTaskAssignor implements TaskAssignor {
 
     @Override
     public void configure(Map<String, ?> configs) {
-        Object configured = configs.get(SmoothscaleBridge.CONFIG_KEY);
-        if (configured instanceof SmoothscaleBridge found) {
-            bridge = found;
+        Optional<SmoothscaleBridge> found = bridgeFor(configs);
+        if (found.isPresent()) {
+            bridge = found.get();
         } else {
-            LOG.warn("{} is not a SmoothscaleBridge (got {}): every rebalance will use Kafka's own assignment",
-                SmoothscaleBridge.CONFIG_KEY, configured == null ? "nothing" : configured.getClass().getName());
+            Object configured = configs.get(SmoothscaleBridge.CONFIG_KEY);
+            LOG.warn("No smoothscale bridge runs for this Kafka Streams client ({} is {}, and {} lacks {}): every"
+                + " rebalance will use Kafka's own assignment", SmoothscaleBridge.CONFIG_KEY,
+                configured == null ? "not set" : configured.getClass().getName(),
+                StreamsConfig.METRIC_REPORTER_CLASSES_CONFIG, SmoothscaleMetricsReporter.class.getName());
         }
+    }
+
+    /**
+     * The bridge of the Kafka Streams client the assignor works for: the one the app's code put in its settings,
+     * else the one {@link SmoothscaleMetricsReporter} started for the Streams client its consumer belongs to.
+     */
+    static Optional<SmoothscaleBridge> bridgeFor(Map<String, ?> configs) {
+        if (configs.get(SmoothscaleBridge.CONFIG_KEY) instanceof SmoothscaleBridge configured) {
+            return Optional.of(configured);
+        }
+        Object consumer = configs.get(StreamsConfig.CLIENT_ID_CONFIG);
+        return consumer == null ? Optional.empty()
+            : ReportedClient.clientOfConsumer(consumer.toString()).flatMap(ReportedClient::bridgeOf);
     }
 
     @Override

@@ -28,7 +28,7 @@ public final class PublicationFollower implements AutoCloseable {
     private final LatestPublication latest;
     private final RebalanceTrigger trigger;
     private final Supplier<Optional<RunningTasks>> running;
-    private final Set<Integer> statefulSubtopologies;
+    private final Supplier<Set<Integer>> statefulSubtopologies;
     private final long retryMillis;
     private final int maxRequests;
     private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
@@ -43,13 +43,13 @@ public final class PublicationFollower implements AutoCloseable {
     private long lastRequestNanos;
 
     public PublicationFollower(String pod, LatestPublication latest, RebalanceTrigger trigger,
-                               Supplier<Optional<RunningTasks>> running, Set<Integer> statefulSubtopologies,
+                               Supplier<Optional<RunningTasks>> running, Supplier<Set<Integer>> statefulSubtopologies,
                                long retryMillis, int maxRequests) {
         this.pod = pod;
         this.latest = latest;
         this.trigger = trigger;
         this.running = running;
-        this.statefulSubtopologies = Set.copyOf(statefulSubtopologies);
+        this.statefulSubtopologies = statefulSubtopologies;
         this.retryMillis = retryMillis;
         this.maxRequests = maxRequests;
     }
@@ -77,7 +77,7 @@ public final class PublicationFollower implements AutoCloseable {
             return;
         }
         Publication publication = reading.publication().get();
-        if (publication.isNothing() || now.get().follow(publication, pod, statefulSubtopologies)) {
+        if (publication.isNothing() || now.get().follow(publication, pod, statefulSubtopologies.get())) {
             if (runningGeneration.getAndSet(publication.generation()) != publication.generation()) {
                 lastApplySeconds = (System.nanoTime() - reading.readAtNanos()) / 1e9;
             }

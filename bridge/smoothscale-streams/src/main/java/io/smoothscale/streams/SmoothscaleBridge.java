@@ -49,6 +49,8 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private boolean closed;
     private PublicationFollower follower;
     private HTTPServer server;
+    private TaskSource tasks;
+    private ReportedClient reported;
 
     /** A bridge with these settings; fails when the Kafka Streams on the classpath is older than 3.8. */
     public SmoothscaleBridge(BridgeSettings settings) {
@@ -117,6 +119,35 @@ public final class SmoothscaleBridge implements AutoCloseable {
         }
     }
 
+    /**
+     * What {@link #refuseConflicts} refuses, and what the configuration-only path needs besides: that the app set
+     * {@code task.assignor.class} to {@link OperatorTaskAssignor} (else Kafka's own assignor decides, and no
+     * publication is ever followed) and {@code client.id} to the pod's name (Kafka Streams would otherwise make
+     * one up, and the group leader could not tell which pod a member runs in). A {@code default.client.supplier}
+     * is the app's own business on this path: the bridge asks for rebalances through the stream threads.
+     */
+    static void refuseConfigurationConflicts(Map<?, ?> app, String pod) {
+        Object clientId = app.get(StreamsConfig.CLIENT_ID_CONFIG);
+        if (clientId == null || !pod.equals(clientId.toString())) {
+            throw new IllegalArgumentException(StreamsConfig.CLIENT_ID_CONFIG + " is '" + clientId + "' but must be the"
+                + " pod's name '" + pod + "': the group leader finds each pod's Kafka Streams client by it; set "
+                + StreamsConfig.CLIENT_ID_CONFIG + " from the environment variable the operator gives every pod ("
+                + BridgeSettings.envName(BridgeSettings.POD) + "): ${" + BridgeSettings.envName(BridgeSettings.POD)
+                + "} in Spring Boot or Quarkus, ${env:" + BridgeSettings.envName(BridgeSettings.POD) + "} with Kafka's"
+                + " EnvVarConfigProvider (config.providers) elsewhere");
+        }
+        Map<Object, Object> rest = new java.util.HashMap<>(app);
+        rest.remove(StreamsConfig.DEFAULT_CLIENT_SUPPLIER_CONFIG);
+        rest.remove(StreamsConfig.CLIENT_ID_CONFIG);
+        refuseConflicts(rest, pod);
+        String ours = OperatorTaskAssignor.class.getName();
+        if (app.get(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG) == null) {
+            throw new IllegalArgumentException(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG + " is not set, but "
+                + SmoothscaleMetricsReporter.class.getName() + " is in metric.reporters: set "
+                + StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG + "=" + ours + " so that the pods follow the operator's plan");
+        }
+    }
+
     private static String className(Object value) {
         return value instanceof Class<?> type ? type.getName() : value.toString().strip();
     }
@@ -127,12 +158,41 @@ public final class SmoothscaleBridge implements AutoCloseable {
     }
 
     /** Watch the assignment ConfigMap, follow it, and serve the metrics; call before {@code streams.start()}. */
-    public synchronized void start(KafkaStreams streams, Topology topology) {
+    public void start(KafkaStreams streams, Topology topology) {
+        start(new KafkaStreamsTasks(streams, new TaskStates(topology.describe())));
+    }
+
+    /**
+     * The configuration-only path: the bridge of the Kafka Streams client whose registry
+     * {@link SmoothscaleMetricsReporter} reports, started from the app's Streams settings {@code configs} once the
+     * settings pass {@link #refuseConfigurationConflicts}; it reads what the pod runs from the reported metrics and
+     * asks for rebalances through the stream threads' follow-up schedules.
+     */
+    static SmoothscaleBridge startReported(ReportedClient client, Map<String, ?> configs) {
+        SmoothscaleBridge bridge = fromProperties(configs);
+        refuseConfigurationConflicts(configs, bridge.pod());
+        client.attach(bridge);
+        bridge.reported = client;
+        bridge.trigger.onRequest(reason -> {
+            if (!client.rebalanceNow()) {
+                LOG.warn("Cannot ask for a rebalance ({}): no stream thread reported its schedule", reason);
+            }
+        });
+        try {
+            bridge.start(new ReportedTaskSource(client, configs));
+        } catch (RuntimeException error) {
+            bridge.close();
+            throw error;
+        }
+        return bridge;
+    }
+
+    synchronized void start(TaskSource source) {
+        tasks = source;
         daemon("smoothscale-rocksdb-warmup", RocksDbWarmup::run);
-        TaskStates taskStates = new TaskStates(topology.describe());
-        follower = new PublicationFollower(settings.pod(), publications, trigger,
-            () -> PublicationFollower.of(streams), taskStates.statefulSubtopologies(), RETRY_MILLIS, MAX_REQUESTS);
-        new ContractMetrics(streams, taskStates, follower::runningGeneration, registry);
+        follower = new PublicationFollower(settings.pod(), publications, trigger, source::running,
+            source::statefulSubtopologies, RETRY_MILLIS, MAX_REQUESTS);
+        new ContractMetrics(source, follower::runningGeneration, registry);
         io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
             .name("smoothscale_bridge_publication_apply_seconds")
             .help("Seconds from reading the generation this pod runs to running it.")
@@ -240,6 +300,12 @@ public final class SmoothscaleBridge implements AutoCloseable {
         }
         if (server != null) {
             server.close();
+        }
+        if (tasks != null) {
+            tasks.close();
+        }
+        if (reported != null) {
+            reported.detach(this);
         }
     }
 }

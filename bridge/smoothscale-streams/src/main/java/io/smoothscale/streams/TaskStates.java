@@ -23,15 +23,12 @@ public final class TaskStates {
     private final Map<String, Integer> subtopologyOfStore;
 
     public TaskStates(TopologyDescription topology) {
-        Map<String, Integer> stores = new TreeMap<>();
-        for (TopologyDescription.Subtopology subtopology : topology.subtopologies()) {
-            for (TopologyDescription.Node node : subtopology.nodes()) {
-                if (node instanceof TopologyDescription.Processor processor) {
-                    processor.stores().forEach(store -> stores.put(store, subtopology.id()));
-                }
-            }
-        }
-        subtopologyOfStore = Map.copyOf(stores);
+        this(StoreSubtopologies.of(topology));
+    }
+
+    /** From each store's subtopology ({@link StoreSubtopologies}). */
+    TaskStates(Map<String, Integer> subtopologyOfStore) {
+        this.subtopologyOfStore = Map.copyOf(subtopologyOfStore);
     }
 
     /** The subtopologies that have state: only their tasks can have standbys. */
