@@ -37,6 +37,7 @@ from .processruntime import Command, CommandBuilder, pod_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
+SPRING_SAMPLE_JAR = ROOT / "bridge/spring-boot-app/target/spring-boot-sample.jar"
 BROKER_ASSIGNOR_JAR = ROOT / "bridge/broker-assignor/target/smoothscale-broker-assignor.jar"
 QUIET = {"log_level": 0}
 JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
@@ -46,6 +47,12 @@ def sample_jar() -> Path:
     """The sample app's runnable jar, built on first use with `.ci/bridge.sh` (Maven, the bridge's JUnit tests
     included), so that the README's test command needs no separate build step."""
     return _bridge_jar(SAMPLE_JAR)
+
+
+def spring_sample_jar() -> Path:
+    """The Spring Boot sample's jar (`bridge/spring-boot-app`: the same topology, adopting smoothscale through
+    its `application.properties` alone), built like `sample_jar`."""
+    return _bridge_jar(SPRING_SAMPLE_JAR)
 
 
 def broker_assignor_jar() -> Path:
@@ -125,8 +132,14 @@ class SampleApp:
     instances: dict[str, Instance] = field(default_factory=dict)
 
     def start(
-        self, pod: str, *, bridged: bool = True, extra_env: Mapping[str, str] | None = None
+        self,
+        pod: str,
+        *,
+        bridged: bool = True,
+        extra_env: Mapping[str, str] | None = None,
+        jar: Path | None = None,
     ) -> Instance:
+        """Start pod `pod`'s instance: the sample app's jar, or `jar` (the Spring Boot sample's, say)."""
         state_dir = self.work_dir / "state" / pod
         state_dir.mkdir(parents=True, exist_ok=True)
         port = free_port()
@@ -149,7 +162,7 @@ class SampleApp:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as output:
             process = subprocess.Popen(
-                [*JAVA, str(sample_jar())],
+                [*JAVA, str(jar or sample_jar())],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=output,

@@ -24,14 +24,17 @@ def streams_app(
     *,
     acceptable_lag: int,
     session_timeout_ms: int = 10_000,
+    adoption: str = "code",
 ) -> dict[str, Any]:
     """The sample app as a StreamsApp with no spec.topology: the bridge reports it (subtopology 0 reads the
     orders, 1 the repartition topic). A killed instance's member leaves the group after
-    `session_timeout_ms`, not Kafka Streams' 45 s."""
+    `session_timeout_ms`, not Kafka Streams' 45 s. `adoption="properties"` runs the sample that adopts
+    smoothscale by its settings alone (`PlainOrdersApp`), "code" the one calling `SmoothscaleBridge`."""
     env = [
         {"name": "ORDERS_TOPIC", "value": orders},
         {"name": "TOTALS_TOPIC", "value": totals},
         {"name": "STREAMS_SESSION_TIMEOUT_MS", "value": str(session_timeout_ms)},
+        *([{"name": "SMOOTHSCALE_BRIDGE", "value": "properties"}] if adoption == "properties" else []),
     ]
     return {
         "apiVersion": contract.API_VERSION,

@@ -25,6 +25,7 @@ from smoothscale.sandbox.kafka_streams import (
     expected_totals,
     latest_totals,
     produce_orders,
+    spring_sample_jar,
 )
 
 pytestmark = pytest.mark.slow
@@ -36,10 +37,11 @@ def api_server() -> Iterator[Path]:
         yield running.kubeconfig
 
 
-@pytest.fixture(params=["code", "properties"])
+@pytest.fixture(params=["code", "properties", "spring"])
 def adoption(request: pytest.FixtureRequest) -> str:
-    """How the app adopts smoothscale: the code API (`SmoothscaleBridge`), or its settings alone
-    (`PlainOrdersApp`: `metric.reporters`, `task.assignor.class`, `client.id` in a properties file)."""
+    """How the app adopts smoothscale: the code API (`SmoothscaleBridge`), or its settings alone, in a plain
+    app (`PlainOrdersApp`: `metric.reporters`, `task.assignor.class`, `client.id` in a properties file) or in
+    the Spring Boot sample (`spring.kafka.streams.*` in its `application.properties`)."""
     return str(request.param)
 
 
@@ -67,6 +69,7 @@ def test_instances_follow_each_publication_and_count_every_order_once(
 ) -> None:
     api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
     mode = {"SMOOTHSCALE_BRIDGE": "properties"} if adoption == "properties" else {}
+    jar = spring_sample_jar() if adoption == "spring" else None
     first = Publication(
         generation=1,
         assignment={
@@ -76,7 +79,7 @@ def test_instances_follow_each_publication_and_count_every_order_once(
     )
     orders_app.publish(api, first)
     for pod in ("orders-0", "orders-1"):
-        orders_app.start(pod, extra_env=mode)
+        orders_app.start(pod, extra_env=mode, jar=jar)
     orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=120)
     assert orders_app.kafka_view() == {
         "orders-0": {"0_0", "0_1", "1_0", "1_1"},

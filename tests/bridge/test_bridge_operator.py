@@ -1,5 +1,6 @@
 """The operator drives real Kafka Streams pods: a StreamsApp with `spec.runtime: KafkaStreams` in the sandbox,
-whose kubelet stand-in runs the Java sample app as each pod's process, against a real broker.
+whose kubelet stand-in runs the Java sample app as each pod's process, against a real broker; the sample
+adopts smoothscale by its settings alone (`PlainOrdersApp`, `plain-app.properties`).
 
 What a user would check, after a scale-out 3 -> 6, a scale-in 6 -> 3, a crashed instance restarted with its
 volume, one restarted without it, and a swap of every pod: the pods are the ones asked for, the operator's
@@ -131,7 +132,10 @@ def walk(sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str) -> int:
     """3 -> 6 -> 3, a crash with and one without its volume, a swap: 1,200 orders in all. The generation
     published once the app first settled."""
     bootstrap = kafka.bootstrap
-    sandbox.apply(streams_app(APP, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG))
+    # The sample that adopts smoothscale by its settings alone (the code API has tests/bridge/test_bridge_kafka.py).
+    sandbox.apply(
+        streams_app(APP, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG, adoption="properties")
+    )
     produce_orders(bootstrap, orders, 0, 300)
     settle(sandbox, kafka, 3, 2 * PARTITIONS)
     created = sandbox.publication(APP)

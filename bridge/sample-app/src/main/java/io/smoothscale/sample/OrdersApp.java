@@ -6,31 +6,18 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
-import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.kstream.Repartitioned;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
-import org.apache.kafka.streams.processor.api.FixedKeyRecord;
-import org.apache.kafka.streams.state.KeyValueStore;
-import org.apache.kafka.streams.state.Stores;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The sample Kafka Streams app the sandbox runs in each pod: orders keyed by order id ({@code "<customer>:<amount>"})
- * are counted per order in subtopology 0 (RocksDB store {@code order-versions}), re-keyed by customer through
- * the repartition topic {@code by-customer}, and totalled per customer in subtopology 1 (RocksDB store
- * {@code customer-totals}, value {@code "<orders>,<amount>"}), written to the output topic. Both stores have
- * changelogs; processing is exactly-once (v2), so each input record is counted once in the output.
+ * The sample Kafka Streams app the sandbox runs in each pod ({@link OrdersTopology}), adopting smoothscale
+ * through the bridge's code API; processing is exactly-once (v2), so each input record is counted once in the
+ * output.
  *
  * <p>Settings come from the pod's environment: {@code KAFKA_BOOTSTRAP_SERVERS}, {@code SMOOTHSCALE_APP} (the
  * application id), {@code SMOOTHSCALE_STATE_DIR}, {@code ORDERS_TOPIC} / {@code TOTALS_TOPIC}, any Streams
@@ -42,64 +29,13 @@ import org.slf4j.LoggerFactory;
  */
 public final class OrdersApp {
     private static final Logger LOG = LoggerFactory.getLogger(OrdersApp.class);
-    static final String ORDER_STORE = "order-versions";
-    static final String TOTALS_STORE = "customer-totals";
-    static final String REPARTITION = "by-customer";
 
     private OrdersApp() {}
 
-    public static Topology topology(String ordersTopic, String totalsTopic) {
-        return topology(ordersTopic, totalsTopic, Faults.NONE);
-    }
-
     static Topology topology(String ordersTopic, String totalsTopic, Faults faults) {
         StreamsBuilder builder = new StreamsBuilder();
-        builder.addStateStore(Stores.keyValueStoreBuilder(
-            Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long()));
-        builder.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()))
-            .processValues(() -> new OrderVersions(faults), ORDER_STORE)
-            .selectKey((order, value) -> value.substring(0, value.indexOf(':')))
-            .repartition(Repartitioned.with(Serdes.String(), Serdes.String()).withName(REPARTITION))
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-            .aggregate(() -> "0,0", (customer, order, total) -> add(total, order),
-                Materialized.<String, String, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as(TOTALS_STORE)
-                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
-            .toStream()
-            .to(totalsTopic, Produced.with(Serdes.String(), Serdes.String()));
+        OrdersTopology.build(builder, ordersTopic, totalsTopic, faults::beforeProcessing);
         return builder.build();
-    }
-
-    /** {@code "<orders>,<amount>"} plus one order {@code "<customer>:<amount>[#version]"}. */
-    static String add(String total, String order) {
-        String[] parts = total.split(",");
-        String amount = order.substring(order.indexOf(':') + 1).split("#")[0];
-        return (Long.parseLong(parts[0]) + 1) + "," + (Long.parseLong(parts[1]) + Long.parseLong(amount));
-    }
-
-    /** Counts the versions of each order seen (state in subtopology 0), tagging the value with it. */
-    private static final class OrderVersions implements FixedKeyProcessor<String, String, String> {
-        private final Faults faults;
-        private FixedKeyProcessorContext<String, String> context;
-        private KeyValueStore<String, Long> versions;
-
-        OrderVersions(Faults faults) {
-            this.faults = faults;
-        }
-
-        @Override
-        public void init(FixedKeyProcessorContext<String, String> context) {
-            this.context = context;
-            this.versions = context.getStateStore(ORDER_STORE);
-        }
-
-        @Override
-        public void process(FixedKeyRecord<String, String> record) {
-            faults.beforeProcessing(record.key());
-            Long seen = versions.get(record.key());
-            long version = seen == null ? 1 : seen + 1;
-            versions.put(record.key(), version);
-            context.forward(record.withValue(record.value() + "#" + version));
-        }
     }
 
     static Properties properties(Map<String, String> env) {
@@ -120,12 +56,19 @@ public final class OrdersApp {
         if (env.containsKey("SMOOTHSCALE_STATE_DIR")) {
             props.put(StreamsConfig.STATE_DIR_CONFIG, env.get("SMOOTHSCALE_STATE_DIR"));
         }
+        props.putAll(environmentSettings(env));
+        return props;
+    }
+
+    /** Any Streams setting as {@code STREAMS_<NAME>}: {@code STREAMS_NUM_STREAM_THREADS=2} is {@code num.stream.threads=2}. */
+    static Map<String, String> environmentSettings(Map<String, String> env) {
+        Map<String, String> settings = new java.util.TreeMap<>();
         env.forEach((name, value) -> {
             if (name.startsWith("STREAMS_")) {
-                props.put(name.substring("STREAMS_".length()).toLowerCase(java.util.Locale.ROOT).replace('_', '.'), value);
+                settings.put(name.substring("STREAMS_".length()).toLowerCase(java.util.Locale.ROOT).replace('_', '.'), value);
             }
         });
-        return props;
+        return settings;
     }
 
     private static String required(Map<String, String> env, String name) {

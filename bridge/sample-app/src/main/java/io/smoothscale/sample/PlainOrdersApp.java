@@ -17,9 +17,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The sample app as a team would write it without knowing smoothscale: the orders topology
- * ({@link OrdersApp#topology}) run by {@code new KafkaStreams(topology, props)}, its settings read from
- * {@code plain-app.properties} (packaged; a file named by the first argument replaces it). It adopts
- * smoothscale by those settings alone: nothing here names the bridge, whose jar is on the classpath.
+ * ({@link OrdersTopology}) run by {@code new KafkaStreams(topology, props)}, its settings read from
+ * {@code plain-app.properties} (packaged; a file named by the first argument replaces it), any of them
+ * overridden by a {@code STREAMS_<NAME>} environment variable as in {@link OrdersApp} (how the sandbox's tests
+ * shorten session timeouts). It adopts smoothscale by those settings alone: nothing here names the bridge,
+ * whose jar is on the classpath.
  */
 public final class PlainOrdersApp {
     private static final Logger LOG = LoggerFactory.getLogger(PlainOrdersApp.class);
@@ -36,6 +38,7 @@ public final class PlainOrdersApp {
         } catch (IOException error) {
             throw new UncheckedIOException("cannot read the app's settings", error);
         }
+        props.putAll(OrdersApp.environmentSettings(System.getenv()));
         return props;
     }
 
@@ -52,7 +55,7 @@ public final class PlainOrdersApp {
 
     public static void main(String[] args) throws InterruptedException {
         Properties props = load(args);
-        Topology topology = OrdersApp.topology(resolved(props, ORDERS_TOPIC), resolved(props, TOTALS_TOPIC));
+        Topology topology = OrdersTopology.topology(resolved(props, ORDERS_TOPIC), resolved(props, TOTALS_TOPIC));
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch stopped = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {

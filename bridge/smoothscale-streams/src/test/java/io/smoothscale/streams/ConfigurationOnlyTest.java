@@ -49,7 +49,6 @@ class ConfigurationOnlyTest {
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
         // A state directory per client: one whose construction was refused keeps its directory's lock.
         props.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory(stateDir, pod).toString());
-        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
         props.put(StreamsConfig.METRIC_REPORTER_CLASSES_CONFIG, SmoothscaleMetricsReporter.class.getName());
         props.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, OperatorTaskAssignor.class.getName());
         props.put(StreamsConfig.CLIENT_ID_CONFIG, pod);
@@ -67,7 +66,9 @@ class ConfigurationOnlyTest {
 
     @Test
     void constructingKafkaStreamsStartsTheBridgeAndClosingItStopsIt() throws Exception {
-        KafkaStreams streams = new KafkaStreams(topology(), app("orders-7"));
+        Properties props = app("orders-7");
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
+        KafkaStreams streams = new KafkaStreams(topology(), props);
         try {
             SmoothscaleBridge bridge = ReportedClient.bridgeOf("orders-7").orElseThrow();
             assertEquals("streams/orders-assignment", bridge.configMapName());
