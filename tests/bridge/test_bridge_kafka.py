@@ -96,7 +96,7 @@ def test_instances_follow_each_publication_and_count_every_order_once(
     )
     published = orders_app.publish(api, moved)
     running = orders_app.wait_generation(["orders-0", "orders-1"], 2, timeout=60)
-    print(f"{adoption}: generation 2 ran on both instances {running - published:.2f} s after it was published")
+    print(f"{adoption}: generation 2 ran on both instances {running - published:.2f} s after it was written")
     assert running - published < 10, "a new publication must take effect within seconds, without restarts"
     assert orders_app.kafka_view() == {
         "orders-0": {"0_0", "1_0"},

@@ -132,7 +132,7 @@ def walk(sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str) -> int:
     """3 -> 6 -> 3, a crash with and one without its volume, a swap: 1,200 orders in all. The generation
     published once the app first settled."""
     bootstrap = kafka.bootstrap
-    # The sample that adopts smoothscale by its settings alone (the code API has tests/bridge/test_bridge_kafka.py).
+    # The sample that adopts smoothscale by its settings alone (test_bridge_kafka.py has the code API's).
     sandbox.apply(
         streams_app(APP, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG, adoption="properties")
     )

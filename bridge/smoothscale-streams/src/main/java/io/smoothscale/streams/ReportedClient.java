@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.kafka.common.MetricName;
@@ -85,8 +86,17 @@ final class ReportedClient {
 
     /** Each metric's current value, read once. */
     Map<MetricName, Object> values() {
+        return values(name -> true);
+    }
+
+    /** The current value of each metric {@code which} selects (reading a rate's value computes it). */
+    Map<MetricName, Object> values(Predicate<MetricName> which) {
         Map<MetricName, Object> values = new HashMap<>();
-        metrics.forEach((name, metric) -> values.put(name, metric.metricValue()));
+        metrics.forEach((name, metric) -> {
+            if (which.test(name)) {
+                values.put(name, metric.metricValue());
+            }
+        });
         return values;
     }
 

@@ -50,7 +50,7 @@ final class ReportedTaskSource implements TaskSource {
 
     @Override
     public Optional<RunningTasks> running() {
-        return ReportedTasks.running(client.values());
+        return ReportedTasks.running(client.values(ReportedTasks::runningInput));
     }
 
     @Override

@@ -69,6 +69,12 @@ final class ReportedTasks {
         return Optional.empty();
     }
 
+    /** The metrics {@link #running} reads: the client's state and the tasks' markers. */
+    static boolean runningInput(MetricName name) {
+        return name.group().equals(CLIENT_GROUP) && name.name().equals(STATE)
+            || name.group().equals(TASK_GROUP) && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER));
+    }
+
     /** The tasks the client runs; empty unless it is RUNNING. */
     static Optional<RunningTasks> running(Map<MetricName, Object> values) {
         if (!clientState(values).map(RUNNING::equals).orElse(false)) {

@@ -77,6 +77,10 @@ class ReportedTasksTest {
     void aRunningClientRunsTheTasksWhoseMetricsItRegistered() {
         assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3"))),
             ReportedTasks.running(reported("RUNNING")));
+        Map<MetricName, Object> markers = new HashMap<>(reported("RUNNING"));
+        markers.keySet().removeIf(name -> !ReportedTasks.runningInput(name));
+        assertEquals(ReportedTasks.running(reported("RUNNING")), ReportedTasks.running(markers),
+            "the follower reads only the state and the markers, every 100 ms");
         assertEquals(Optional.empty(), ReportedTasks.running(reported("REBALANCING")),
             "tasks are read only while RUNNING, as KafkaStreams.metadataForLocalThreads() is");
     }
