@@ -31,6 +31,7 @@ from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
 from smoothscale.operator.resource import Runtime
 
+from .api_links import ApiLinks
 from .kafka import jars
 from .podruntime import Launch
 from .processruntime import Command, CommandBuilder, pod_env
@@ -217,12 +218,19 @@ class KafkaStreamsCommand:
 
     kubeconfig: Path
     bootstrap: str
+    links: ApiLinks | None = None
+    """Each pod's own path to the API server (which a test can cut), instead of `kubeconfig` directly."""
 
     def __call__(self, launch: Launch) -> Command:
         variables = {**os.environ, **pod_env(launch)}
+        kubeconfig = (
+            self.kubeconfig
+            if self.links is None
+            else self.links.kubeconfig_for(launch.pod["metadata"]["name"], launch.ip)
+        )
         variables.update(
             {
-                "SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig),
+                "SMOOTHSCALE_KUBECONFIG": str(kubeconfig),
                 "SMOOTHSCALE_STATE_DIR": str(launch.state_dir),
                 "SMOOTHSCALE_METRICS_HOST": launch.ip,
                 "SMOOTHSCALE_METRICS_PORT": str(launch.settings.metrics_port),
