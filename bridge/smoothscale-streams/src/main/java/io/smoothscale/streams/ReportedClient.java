@@ -23,8 +23,13 @@ import org.apache.kafka.common.metrics.KafkaMetric;
  * app's {@code metric.reporters}; they meet here under the Streams {@code client.id}, the pod's name.
  */
 final class ReportedClient {
-    /** A stream thread's consumer: {@code <client.id>-StreamThread-<n>-consumer} or {@code ...-restore-consumer}. */
-    private static final Pattern THREAD_CONSUMER = Pattern.compile("^(?<client>.+)-StreamThread-\\d+-(restore-)?consumer$");
+    /**
+     * A stream thread's main consumer, {@code <client.id>-StreamThread-<n>-consumer}, or a restore consumer: the
+     * stream thread's, {@code <client.id>-StreamThread-<n>-restore-consumer}, or the state updater thread's,
+     * {@code <client.id>-StateUpdater-<n>-restore-consumer} (Kafka Streams 4.x).
+     */
+    private static final Pattern THREAD_CONSUMER = Pattern.compile(
+        "^(?<client>.+)-(StreamThread-\\d+-(restore-)?consumer|StateUpdater-\\d+-restore-consumer)$");
     private static final ConcurrentMap<String, ReportedClient> BY_CLIENT_ID = new ConcurrentHashMap<>();
 
     private final String clientId;

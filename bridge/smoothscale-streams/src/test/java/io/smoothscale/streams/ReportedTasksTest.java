@@ -117,6 +117,9 @@ class ReportedTasksTest {
     void aStreamThreadsConsumersNameTheirStreamsClient() {
         assertEquals(Optional.of("orders-0"), ReportedClient.clientOfConsumer("orders-0-StreamThread-2-consumer"));
         assertEquals(Optional.of("orders-0"), ReportedClient.clientOfConsumer("orders-0-StreamThread-1-restore-consumer"));
+        assertEquals(Optional.of("orders-0"), ReportedClient.clientOfConsumer("orders-0-StateUpdater-1-restore-consumer"),
+            "Kafka Streams 4.x: the state updater thread's restore consumer");
+        assertEquals(Optional.empty(), ReportedClient.clientOfConsumer("orders-0-StateUpdater-1-consumer"));
         assertEquals(Optional.empty(), ReportedClient.clientOfConsumer("orders-0-StreamThread-1-producer"));
         assertEquals(Optional.empty(), ReportedClient.clientOfConsumer("orders-0-admin"));
     }
