@@ -112,6 +112,8 @@ class Observation:
     revision: str = ""
     """The spec's template revision (`podset.template_revision`)."""
     kafka: KafkaView = field(default_factory=KafkaView)
+    urls: Mapping[str, str] = field(default_factory=dict)
+    """Where each running pod was scraped: the hand-over's polls between rounds ask the same addresses."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,19 @@ class Decisions:
     planned: PlanRecord | None = None
     publish: Publication | None = None
     status: StreamsAppStatus | None = None
+    scraped_lag: int = 0
+    """The active tasks' total lag in the generation the metrics were scraped under (the journal's: once
+    this round publishes the next one, the warmups that just caught up and moved would be missing)."""
+
+
+@dataclass(frozen=True)
+class PollDecisions:
+    """What one hand-over poll between rounds decided."""
+
+    memory: RoundMemory
+    acknowledged: frozenset[str]
+    """The awaited pods that have now acknowledged their revocation."""
+    publish: Publication | None
 
 
 def initial_memory(now: datetime) -> RoundMemory:
@@ -297,8 +312,27 @@ def step(
         planned=planned,
         publish=publish,
         status=status,
+        scraped_lag=active_lag(published, seen.results)[0],
     )
     return decisions, memory
+
+
+def poll(memory: RoundMemory, published: Publication, generations: Mapping[str, int | None]) -> PollDecisions:
+    """Between rounds, after asking the pods a hand-over waits on (`HandOverWait.awaited`) which generation
+    they have applied (None: no answer): who acknowledged, and the next generation once one has. Pods and
+    the other pods' generations are the last round's: a pod gone since then is still waited for (safe),
+    never taken for gone."""
+    awaited = memory.waits.awaited(published)
+    waits = memory.waits.polled(generations, len(generations))
+    memory = replace(memory, waits=waits)
+    acknowledged = frozenset(awaited - waits.awaited(published))
+    publish = waits.next(published, memory.desired) if acknowledged else None
+    return PollDecisions(memory, acknowledged, publish)
+
+
+def after_publishing(memory: RoundMemory, now: datetime) -> RoundMemory:
+    """The memory once a generation this round (or poll) decided has been written: the polls start again."""
+    return replace(memory, waits=memory.waits.after_publishing(now))
 
 
 def _pod_set(
@@ -320,19 +354,6 @@ def _pod_set(
         memory.hold,
         seen.now,
     )
-
-
-def explain_snapshot(spec: StreamsAppSpec, seen: Observation) -> Snapshot:
-    """The planner's input the operator would plan with on `seen` in its first round (its averaged rates and
-    changelog lengths then start from this round's reports): the pod set's decisions count (a pod it marks
-    leaving is leaving), only ready pods or pods holding tasks take part, with their uids, Kafka's racks
-    and changelog ends. `smoothscale explain` plans on it; `step` builds its snapshot the same way."""
-    published = seen.published if seen.published is not None else EMPTY
-    memory = observe_scrape(initial_memory(seen.now), seen, published)
-    pod_set, _ = _pod_set(spec, seen, published, memory)
-    pods = as_planned(seen.pods, pod_set, seen.now)
-    clients = observed_clients(pods, seen.results, seen.zones, holders(published))
-    return planner_snapshot(spec, seen.now, clients, published, memory, seen.kafka)
 
 
 def _lost(memory: RoundMemory, pods: Sequence[PodInfo]) -> tuple[RoundMemory, set[str]]:
@@ -404,6 +425,7 @@ def _wait(
     return replace(
         waits,
         alive=frozenset(p.name for p in pods if p.alive),
+        urls=seen.urls,
         acked={
             pod: r.generation
             for pod, r in seen.results.items()

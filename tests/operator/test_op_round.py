@@ -369,7 +369,7 @@ async def test_the_operator_the_simulator_and_explain_decide_through_the_same_st
     assert pod_sets.count - operator_pod_sets == ROUNDS, "the simulator decides its pod set in the core"
     seen = recorded[-1].core[0]
     before = pod_sets.count
-    replan(load_spec(_spec(recorded[-1].replicas, IMAGES[22])), seen)
+    replan(seen)
     assert pod_sets.count == before + 1, "explain sees the pods as the core's pod set leaves them"
     # The sequence exercised what it is about: a first plan, the new pods, catch-ups, the drain and its
     # replacement, a retirement, a scale-in taken back, then a swap: new pods surged (the lowest free ordinal
@@ -395,12 +395,13 @@ async def test_explain_plans_what_the_operator_planned_on_a_recorded_round(
     spec = load_spec(_spec(first.replicas, IMAGES[0]))
     assert seen.published is not None
     explained = observation(APP, spec, seen.pods, seen.zones, seen.published, seen.results, seen.now)
-    assert core_round.explain_snapshot(spec, explained) == first.snapshots[0]
-    assert replan(spec, explained) == first.plans[0]
+    replanned = replan(explained)
+    assert replanned.snapshot == first.snapshots[0]
+    assert replanned.plan == first.plans[0]
     # and on a later round, where pods are leaving and warmups catch up: the operator would plan the same
     later = next(r for r in recorded[recorded.index(first) + 1 :] if r.planned == "CaughtUp")
     seen = later.core[0]
     assert seen.published is not None
     spec = load_spec(_spec(later.replicas, IMAGES[0]))
     explained = observation(APP, spec, seen.pods, seen.zones, seen.published, seen.results, seen.now)
-    assert core_round.explain_snapshot(spec, explained).clients == later.snapshots[0].clients
+    assert replan(explained).snapshot.clients == later.snapshots[0].clients
