@@ -41,7 +41,6 @@ from .appref import AppRef
 from .context import OperatorContext
 from .control import names
 from .control import round as core_round
-from .control.learnedtopology import with_reported_topology
 from .control.observed import PodMetrics
 from .control.pods import PodInfo, pod_info
 from .control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
@@ -166,11 +165,8 @@ class AppReconciler:
         read = self.configmap
         if read is None or read.published is None or now - read.at >= self.recheck:
             read = self.configmap = await self._load(now)
-        working = spec or self.memory.last_good
-        # Kafka is read for the topology planned with: the app's own when the spec leaves it out.
-        reported = self.memory.app_report.topology
-        known = with_reported_topology(working, reported, self.app.name) if working is not None else None
-        self.report.post(self.kafka.poll(known or working))
+        working = core_round.working_spec(self.memory, spec)
+        self.report.post(self.kafka.poll(core_round.kafka_topology(self.memory, spec, self.app.name)))
         urls = _metrics_urls(pods, working) if working is not None else {}
         results = (
             await self.ctx.scraper.scrape_all(urls, working.metrics.names) if working is not None else {}

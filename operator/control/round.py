@@ -192,6 +192,21 @@ def initial_memory(now: datetime) -> RoundMemory:
     return RoundMemory(started_at=now)
 
 
+def working_spec(memory: RoundMemory, spec: StreamsAppSpec | None) -> StreamsAppSpec | None:
+    """The spec this round works with: the one read when valid, else the last good one (an invalid spec
+    freezes the pod set and planning; what is in flight goes on, observed as before)."""
+    return spec or memory.last_good
+
+
+def kafka_topology(memory: RoundMemory, spec: StreamsAppSpec | None, app: str) -> StreamsAppSpec | None:
+    """The spec whose topology Kafka is read for: the working spec, with the topology the app's pods
+    reported when the spec leaves it out (Kafka Streams apps)."""
+    working = working_spec(memory, spec)
+    if working is None:
+        return None
+    return with_reported_topology(working, memory.app_report.topology, app) or working
+
+
 def planner_snapshot(
     spec: StreamsAppSpec,
     now: datetime,
@@ -266,7 +281,7 @@ def step(
         memory = replace(memory, problems=seen.problems)
     memory, lost = _lost(memory, seen.pods)
     events += ev.lost_pod_events(lost)
-    working = spec or memory.last_good
+    working = working_spec(memory, spec)
     published = seen.published if seen.published is not None else EMPTY
     failures = _failures(seen, published)
     events += ev.scrape_events(memory.failing, failures, seen.results)

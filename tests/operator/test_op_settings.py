@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +15,15 @@ from smoothscale.operator.config import OperatorConfig, env_var
 
 
 @pytest.fixture()
-def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[OperatorConfig]]:
-    """The settings `smoothscale operator` would start the operator with (kopf is not started).
-
-    The command configures logging (`kopf.configure`: a root handler on the stderr of the moment, here the
-    CliRunner's, closed when the invocation ends): the root logger is put back as it was, or any later log
-    line of the test run (py4j closing Spark's gateway at exit) goes to a closed stream, a traceback."""
+def started(monkeypatch: pytest.MonkeyPatch) -> list[OperatorConfig]:
+    """The settings `smoothscale operator` would start the operator with (kopf is not started)."""
     seen: list[OperatorConfig] = []
 
     def run(config: OperatorConfig, **_: Any) -> None:
         seen.append(config)
 
     monkeypatch.setattr(operator_main, "run", run)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield seen
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    return seen
 
 
 def test_every_setting_is_an_option_with_its_variable_and_default() -> None:
