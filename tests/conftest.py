@@ -23,6 +23,7 @@ KAFKA_LOGS_ENV = "SMOOTHSCALE_KAFKA_LOGS"
 ROOT = Path(__file__).resolve().parents[1]
 JAR_USERS = {
     "test_bridge_kafka.py",
+    "test_bridge_chaos.py",
     "test_bridge_streams_protocol.py",
     "test_realkube_bridge.py",
     "test_pipe_real_streams.py",

@@ -417,6 +417,7 @@ def _plan(
             now=seen.now,
             waited=(seen.now - memory.started_at).total_seconds(),
             startup_grace=config.startup_grace,
+            tasks=frozenset(task_ids(spec)),
             racks_changed=dict(seen.kafka.racks) != dict(memory.planned_racks),
             waiting_for_kafka=seen.kafka.first_read_pending,
         )
@@ -427,7 +428,9 @@ def _plan(
     plan = planner(snapshot)
     memory = replace(
         memory,
-        plan=PlanMemory(seen.spec_generation, fingerprint(clients), seen.now, plan),
+        plan=PlanMemory(
+            seen.spec_generation, fingerprint(clients), seen.now, plan, frozenset(task_ids(spec))
+        ),
         planned_racks=seen.kafka.racks,
     )
     return decision, PlanRecord(str(decision.due), plan, len(clients), len(snapshot.tasks)), memory
