@@ -50,6 +50,8 @@ class PlanningInput:
     """Plan again when the last plan's follow-up probe is due."""
     catch_up: bool = True
     """Plan again as soon as a copy the last plan waits for has caught up."""
+    tasks: frozenset[str] | None = None
+    """The tasks of the topology to plan with (see `plan_trigger`)."""
     racks_changed: bool = False
     """The input partitions' racks read from Kafka differ from those the last plan used."""
     waiting_for_kafka: bool = False
@@ -81,7 +83,13 @@ def decide_planning(given: PlanningInput) -> PlanningDecision:
         )
     )
     due = plan_trigger(
-        memory, given.spec_generation, fingerprint(given.clients), ready, given.now, probing=given.probing
+        memory,
+        given.spec_generation,
+        fingerprint(given.clients),
+        ready,
+        given.now,
+        probing=given.probing,
+        tasks=given.tasks,
     )
     if due is None and given.racks_changed:
         due = PlanTrigger.KAFKA_RACKS_CHANGED
