@@ -404,6 +404,7 @@ def _plan(
     planner: Planner,
 ) -> tuple[PlanningDecision, PlanRecord | None, RoundMemory]:
     clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    staying = [p for p in pods if not (p.is_leaving or p.deleting or p.stopped)]
     decision = decide_planning(
         PlanningInput(
             memory=memory.plan,
@@ -411,7 +412,12 @@ def _plan(
             clients=clients,
             published=published,
             reported=[pod for pod, r in seen.results.items() if isinstance(r, PodMetrics)],
-            staying=[p.name for p in pods if not (p.is_leaving or p.deleting or p.stopped)],
+            staying=[p.name for p in staying],
+            starting=[
+                p.name
+                for p in staying
+                if p.created is not None and (seen.now - p.created).total_seconds() < config.startup_grace
+            ],
             acceptable_recovery_lag=spec.assignment.acceptable_recovery_lag,
             catch_up_trigger=spec.assignment.catch_up_trigger,
             now=seen.now,
