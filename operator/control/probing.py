@@ -151,6 +151,19 @@ def missing_holders(published: Publication, clients: Collection[str], reported: 
     return sorted((holders(published) & set(clients)) - set(reported))
 
 
+def new_pods_wait(
+    published: Publication, clients: Collection[str], starting: Collection[str], reported: Collection[str]
+) -> bool:
+    """Hold a plan while pods created moments ago (`starting`, younger than the start-up grace) are not yet
+    taking part (ready, with metrics reported), as long as every holder of a published task is: a
+    scale-out's new pods then share the tasks in one migration, instead of each pod that comes up a little
+    later re-planning the hand-over under way (tasks moved twice). A task whose holder is gone is never kept
+    waiting."""
+    if not set(starting) - (set(clients) & set(reported)):
+        return False
+    return holders(published) <= set(clients)
+
+
 def first_plan_waits(
     published: Publication, staying: Collection[str], reported: Collection[str], waited: float, grace: float
 ) -> bool:

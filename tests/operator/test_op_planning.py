@@ -17,6 +17,7 @@ from smoothscale.operator.control.probing import (
     first_plan_waits,
     holders,
     missing_holders,
+    new_pods_wait,
     plan_trigger,
 )
 from smoothscale.operator.control.snapshot import (
@@ -173,6 +174,17 @@ def test_the_first_plan_waits_a_while_for_every_new_pod() -> None:
     assert not first_plan_waits(EMPTY, staying, ["orders-0"], waited=31, grace=30)
     assert not first_plan_waits(EMPTY, staying, staying, waited=1, grace=30)
     assert not first_plan_waits(PUBLISHED, staying, ["orders-0"], waited=1, grace=30)
+
+
+def test_a_scale_out_waits_for_its_new_pods_but_never_keeps_a_lost_pods_tasks_waiting() -> None:
+    old = ["orders-0", "orders-1"]
+    assert new_pods_wait(PUBLISHED, old, starting=["orders-2", "orders-3"], reported=old)
+    assert new_pods_wait(PUBLISHED, [*old, "orders-2"], ["orders-2", "orders-3"], [*old, "orders-2"])
+    assert not new_pods_wait(PUBLISHED, [*old, "orders-2"], ["orders-2"], [*old, "orders-2"]), "all reported"
+    assert new_pods_wait(PUBLISHED, old, ["orders-2"], [*old, "orders-2"]), "reported metrics, not yet ready"
+    assert not new_pods_wait(PUBLISHED, ["orders-0", "orders-2"], ["orders-2", "orders-3"], ["orders-0"]), (
+        "orders-1 is gone: its tasks are placed now"
+    )
 
 
 def test_a_plan_naming_a_gone_pod_is_not_published() -> None:

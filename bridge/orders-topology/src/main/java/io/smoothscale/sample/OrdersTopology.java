@@ -15,6 +15,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 
 /**
@@ -44,8 +45,16 @@ public final class OrdersTopology {
      */
     public static KStream<String, String> build(StreamsBuilder builder, String ordersTopic, String totalsTopic,
                                                 Consumer<String> beforeProcessing) {
-        builder.addStateStore(Stores.keyValueStoreBuilder(
-            Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long()));
+        return build(builder, ordersTopic, totalsTopic, beforeProcessing, true);
+    }
+
+    /** As {@link #build(StreamsBuilder, String, String, Consumer)}; {@code orderStoreLogged=false} keeps
+     * {@code order-versions} without a changelog (Kafka then gives subtopology 0's tasks no standby). */
+    public static KStream<String, String> build(StreamsBuilder builder, String ordersTopic, String totalsTopic,
+                                                Consumer<String> beforeProcessing, boolean orderStoreLogged) {
+        StoreBuilder<KeyValueStore<String, Long>> orders = Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long());
+        builder.addStateStore(orderStoreLogged ? orders : orders.withLoggingDisabled());
         KStream<String, String> totals = builder.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()))
             .processValues(() -> new OrderVersions(beforeProcessing), ORDER_STORE)
             .selectKey((order, value) -> value.substring(0, value.indexOf(':')))

@@ -22,9 +22,10 @@ import org.slf4j.LoggerFactory;
  * <p>Settings come from the pod's environment: {@code KAFKA_BOOTSTRAP_SERVERS}, {@code SMOOTHSCALE_APP} (the
  * application id), {@code SMOOTHSCALE_STATE_DIR}, {@code ORDERS_TOPIC} / {@code TOTALS_TOPIC}, any Streams
  * property as {@code STREAMS_<NAME>} ({@code STREAMS_NUM_STREAM_THREADS=2} is {@code num.stream.threads=2}),
- * and {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline), or
+ * {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline), or
  * {@code SMOOTHSCALE_BRIDGE=properties} to run {@link PlainOrdersApp}, which adopts smoothscale by its settings
- * alone (the code API is this class's default). Tests
+ * alone (the code API is this class's default), and {@code ORDER_STORE_LOGGING=off} to keep
+ * {@code order-versions} without a changelog. Tests
  * may make it misbehave ({@link Faults}: a slow record, an exception, the uncaught exception handler's response).
  */
 public final class OrdersApp {
@@ -32,9 +33,14 @@ public final class OrdersApp {
 
     private OrdersApp() {}
 
-    static Topology topology(String ordersTopic, String totalsTopic, Faults faults) {
+    /**
+     * The topology; {@code orderStoreLogged=false} disables logging on {@code order-versions} (env
+     * {@code ORDER_STORE_LOGGING=off}): subtopology 0 keeps its state without a changelog, so Kafka gives its
+     * tasks no standby (what the operator must plan for when a written topology calls it stateful).
+     */
+    static Topology topology(String ordersTopic, String totalsTopic, Faults faults, boolean orderStoreLogged) {
         StreamsBuilder builder = new StreamsBuilder();
-        OrdersTopology.build(builder, ordersTopic, totalsTopic, faults::beforeProcessing);
+        OrdersTopology.build(builder, ordersTopic, totalsTopic, faults::beforeProcessing, orderStoreLogged);
         return builder.build();
     }
 
@@ -86,7 +92,7 @@ public final class OrdersApp {
             return;
         }
         Topology topology = topology(env.getOrDefault("ORDERS_TOPIC", "orders"), env.getOrDefault("TOTALS_TOPIC", "customer-totals"),
-            Faults.fromEnvironment(env));
+            Faults.fromEnvironment(env), !"off".equals(env.get("ORDER_STORE_LOGGING")));
         StreamThreadExceptionResponse response = Faults.exceptionResponse(env);
         Properties props = properties(env);
         boolean bridged = !"off".equals(env.get("SMOOTHSCALE_BRIDGE"));
