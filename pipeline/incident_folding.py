@@ -172,7 +172,7 @@ def _take_part(a: dict[str, Any], b: dict[str, Any]) -> None:
     b["members"] = [m for m in b["members"] if member_key(m) not in ours]
     head, _, rest = b["detail"].partition(": ")
     about = [part for part in rest.split("; ") if any(m in part for m in taken)]
-    a["detail"] += f"; with it, {b['kind']}: {'; '.join(about) or _named(taken)}"
+    a["detail"] += f"; with it, {b['kind']}: {head}: {'; '.join(about) or _named(taken)}"
     left = [part for part in rest.split("; ") if any(m in part for m in b["members"])]
     b["detail"] = f"{head}: " + "; ".join(left)
     a["evidence"] = list(dict.fromkeys([*a["evidence"], *b["evidence"]]))

@@ -133,7 +133,7 @@ def test_the_churn_of_members_that_each_left_for_their_own_reason_is_folded_memb
     ]
     expired, churn_left, timed_out = folded
     assert expired["detail"].endswith(
-        f"with it, membership-churn: {killed} came at 10:00:00 and left again at 10:00:11"
+        f"with it, membership-churn: membership churn: {killed} came at 10:00:00 and left again at 10:00:11"
     )
     assert churn_left["detail"] == "membership churn: shop-3 left at 10:00:02 and came back at 10:00:20"
     assert f"{slow} came at 10:00:01" in timed_out["detail"] and "log:1" in timed_out["evidence"]
