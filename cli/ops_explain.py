@@ -1,18 +1,21 @@
 """`smoothscale explain APP TASK`: why a task is where it is, and where it goes next.
 
 The operator does not publish its planner input, so the command observes what an operator's round observes
-(the spec, the pods, their nodes' zones, the published assignment, the pods' metrics) and builds the input
-with the control core's `round.explain_snapshot`, the way the operator's step builds it in its first round:
-the pod set's decisions count, only ready pods or pods holding tasks take part, and the rates and changelog
-lengths are the ones reported now. It then runs the same planner and prints the plan's `explain` line for
-the task, with its published roles and its roles in the plan's balanced target. Pods whose metrics cannot be
-reached from where the command runs count as reporting no lag, as they would for the operator's first plan,
-and Kafka is not read (racks and changelog ends then come from the spec and the pods); the output says so.
+(the spec, the pods, their nodes' zones, the published assignment, the pods' metrics) and runs the operator's
+own round on it: `control.round.step`, the function the reconciler calls, on a fresh memory (an operator that
+starts now: its averaged rates and changelog lengths start from what the pods report now). The step decides
+the pod set, whether to plan and the planner's input exactly as the operator would; the plan it makes is the
+one explained, with the task's published roles and its roles in the plan's balanced target. When the step
+would not plan (a pod holding tasks reports nothing, no pod stays), the command says why instead. Pods whose
+metrics cannot be reached from where the command runs count as reporting no lag, as they would for the
+operator's first plan, and Kafka is not read (racks and changelog ends then come from the spec and the
+pods); the output says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -21,6 +24,7 @@ import click
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, kube_options, pod_metrics
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.operator.control import round as core_round
+from smoothscale.operator.control.observed import PodMetrics
 from smoothscale.operator.control.pods import PodInfo
 from smoothscale.operator.control.round import Observation
 from smoothscale.operator.control.snapshot import task_ids
@@ -28,8 +32,7 @@ from smoothscale.operator.podset import template_revision
 from smoothscale.operator.resource import InvalidSpecError, StreamsAppSpec, load_spec
 
 if TYPE_CHECKING:
-    from smoothscale.assignor.models import Plan
-    from smoothscale.operator.control.observed import PodMetrics
+    from smoothscale.assignor.models import Plan, Snapshot
 
 
 def observation(
@@ -41,7 +44,9 @@ def observation(
     metrics: Mapping[str, PodMetrics],
     now: datetime,
 ) -> Observation:
-    """What an operator's round would observe of `app`, as far as the command can see it."""
+    """What an operator's round would observe of `app`, as far as the command can see it: a pod that can
+    take part in planning but whose metrics the command could not reach reports no lag (the note says so)."""
+    unreached = {p.name: PodMetrics() for p in pods if p.schedulable_client and p.name not in metrics}
     return Observation(
         now=now,
         app=app,
@@ -52,18 +57,44 @@ def observation(
         previous_status=None,
         pods=pods,
         zones=zones,
-        results=metrics,
+        results={**unreached, **metrics},
         published=publication,
         revision=template_revision(spec),
     )
 
 
-def replan(spec: StreamsAppSpec, seen: Observation) -> Plan:
-    """The plan the operator would make from these observations."""
+@dataclass(frozen=True)
+class Replanned:
+    """What the operator's step planned on an observation: its planner input and the plan."""
+
+    snapshot: Snapshot
+    plan: Plan
+
+
+class NoPlan(Exception):
+    """The operator's step would not plan on this observation; the message says why."""
+
+
+def replan(seen: Observation) -> Replanned:
+    """The plan the operator would make from `seen`: its round (`control.round.step`) on a fresh memory, with
+    the planner injected as the reconciler injects it. Raises `NoPlan` when that round would not plan."""
     # The planner loads numpy and scipy: only when a command explains.
     from smoothscale.assignor.planner import plan as make_plan  # noqa: PLC0415
 
-    return make_plan(core_round.explain_snapshot(spec, seen))
+    planned: list[Replanned] = []
+
+    def planner(snapshot: Snapshot) -> Plan:
+        planned.append(Replanned(snapshot, make_plan(snapshot)))
+        return planned[-1].plan
+
+    decisions, _ = core_round.step(
+        core_round.initial_memory(seen.now), seen, core_round.RoundConfig(), planner
+    )
+    if not planned:
+        held = [fields for kind, fields in decisions.journal if kind == "plan-held"]
+        why = f"no metrics from {', '.join(held[0]['pods'])}" if held else "no pod that stays can take tasks"
+        raise NoPlan(f"the operator would not plan now: {why}")
+    return planned[0]
 
 
 def _roles(assignment: Mapping[str, object], task: str) -> str:
@@ -119,7 +150,10 @@ def explain_command(kube: Kube, app: str, task: str) -> None:
     publication = kube.publication(app) or EMPTY
     metrics = pod_metrics(pods, spec.metrics)
     seen = observation(app, spec, pods, kube.zones(pods), publication, metrics, datetime.now(UTC))
-    plan = replan(spec, seen)
+    try:
+        plan = replan(seen).plan
+    except NoPlan as why:
+        raise click.ClickException(str(why)) from None
     unreached = [p.name for p in pods if p.schedulable_client and p.name not in metrics]
     for line in explain_lines(task, publication, plan, unreached):
         click.echo(line)

@@ -77,7 +77,8 @@ class OperatorConfig(BaseModel):
     startup_grace: float = Field(
         30.0,
         ge=0.0,
-        description="Seconds a new app's first plan may wait for all its pods to report metrics.",
+        description="Seconds a new app's first plan, or a scale-out's, may wait for all its new pods to "
+        "report metrics (they then share the tasks in one migration).",
     )
     assignment_recheck: float = Field(
         60.0,

@@ -11,8 +11,15 @@
 4. report (`reporting`): Events, journal, metrics, status.
 
 Between rounds, while a hand-over waits for old owners to acknowledge a revocation, `poll_handover` scrapes
-only those pods and publishes the next generation as soon as they have (`control.handover.HandOverWait`):
-a moved task starts on its new pod a poll interval after its old pod stopped it, not at the next round.
+only those pods and publishes the next generation as soon as they have (`control.round.poll`, on the
+hand-over's `control.handover.HandOverWait`): a moved task starts on its new pod a poll interval after its
+old pod stopped it, not at the next round.
+
+What the reconciler keeps between rounds: the app's one memory value (`control.round.RoundMemory`, every
+decision's state, replaced by each step, poll and publication), and what the API server holds, as last read
+(`ConfigMapRead`: the publication in force with its resourceVersion, or why it is unreadable; a cache of I/O
+that decides nothing: the step is given what it holds), and the parse of the spec as last read (`_SpecRead`,
+a cache of `load_spec`).
 """
 
 from __future__ import annotations
@@ -34,19 +41,18 @@ from .appref import AppRef
 from .context import OperatorContext
 from .control import names
 from .control import round as core_round
-from .control.learnedtopology import with_reported_topology
-from .control.observed import PodMetrics, ScrapeResult
+from .control.observed import PodMetrics
 from .control.pods import PodInfo, pod_info
 from .control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
 from .control.round import Observation as Observed
-from .control.status import Problem, active_lag
+from .control.status import Problem
 from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
-from .resource import InvalidSpecError, MetricNames, StreamsAppSpec, load_spec
+from .resource import InvalidSpecError, StreamsAppSpec, load_spec
 from .scrape import metrics_url
 
 
@@ -71,6 +77,17 @@ def _defer(snapshot: Snapshot) -> Plan:
 
 
 @dataclass(frozen=True)
+class ConfigMapRead:
+    """The assignment ConfigMap as last read or written: the publication in force (with the resourceVersion
+    a write is conditional on), or why it could not be read (every write waits until it is fixed), and when
+    it was read (it is read again every `assignment_recheck`, after a restart and after a conflict)."""
+
+    at: datetime
+    published: Published | None = None
+    unreadable: str | None = None
+
+
+@dataclass(frozen=True)
 class _SpecRead:
     """The object's spec as last read, and what it parsed to."""
 
@@ -87,21 +104,21 @@ class AppReconciler:
         self.report = AppReporter(app, context, lambda: self.publication.generation)
         self.actions = PodSetActions(app, context.api, self.report)
         self.kafka = KafkaObserver(app, context.api, context.clock)
-        self.memory = initial_memory(context.clock())
         self.config = RoundConfig(startup_grace=context.config.startup_grace)
-        # What the API server holds, cached between rounds (I/O, not decisions): the ConfigMap's publication
-        # and resourceVersion, why it could not be read, when it was last read, and the metric names to poll.
-        self.published: Published | None = None
-        self.unreadable: str | None = None
-        self.loaded_at = self.memory.started_at
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
-        self.metric_names: MetricNames | None = None
+        self.memory = initial_memory(context.clock())
+        self.configmap: ConfigMapRead | None = None
         self._spec_read: _SpecRead | None = None
+
+    @property
+    def published(self) -> Published | None:
+        return self.configmap.published if self.configmap is not None else None
 
     @property
     def publication(self) -> Publication:
         """The generation in force (an empty generation 0 until the ConfigMap has been read)."""
-        return self.published.publication if self.published is not None else EMPTY
+        published = self.published
+        return published.publication if published is not None else EMPTY
 
     # -- the round -------------------------------------------------------------------------------------
 
@@ -145,14 +162,15 @@ class AppReconciler:
         now = self.ctx.clock()
         spec, problems, revision = self._read_spec(seen.body.get("spec") or {})
         pods = await self._list_pods()
-        if self.published is None or now - self.loaded_at >= self.recheck:
-            await self._load(now)
-        working = spec or self.memory.last_good
-        # Kafka is read for the topology planned with: the app's own when the spec leaves it out.
-        reported = self.memory.app_report.topology
-        known = with_reported_topology(working, reported, self.app.name) if working is not None else None
-        self.report.post(self.kafka.poll(known or working))
-        results = await self._scrape(pods, working) if working is not None else {}
+        read = self.configmap
+        if read is None or read.published is None or now - read.at >= self.recheck:
+            read = self.configmap = await self._load(now)
+        working = core_round.working_spec(self.memory, spec)
+        self.report.post(self.kafka.poll(core_round.kafka_topology(self.memory, spec, self.app.name)))
+        urls = _metrics_urls(pods, working) if working is not None else {}
+        results = (
+            await self.ctx.scraper.scrape_all(urls, working.metrics.names) if working is not None else {}
+        )
         status = seen.body.get("status") or {}
         facts = self.kafka.facts
         failed = self.kafka.problem
@@ -167,8 +185,8 @@ class AppReconciler:
             pods=pods,
             zones=seen.zones,
             results=results,
-            published=self.published.publication if self.published is not None else None,
-            unreadable=self.unreadable,
+            published=read.published.publication if read.published is not None else None,
+            unreadable=read.unreadable,
             revision=revision,
             kafka=KafkaView(
                 racks=facts.racks,
@@ -178,6 +196,7 @@ class AppReconciler:
                 read_once=self.kafka.read_once,
                 status=facts.status,
             ),
+            urls=urls,
         )
 
     def _read_spec(self, raw: Mapping[str, Any]) -> tuple[StreamsAppSpec | None, tuple[str, ...] | None, str]:
@@ -207,27 +226,14 @@ class AppReconciler:
         pods = (pod_info(item) for item in listed.get("items") or [])
         return [p for p in pods if p.ordinal is not None]
 
-    async def _load(self, now: datetime) -> None:
+    async def _load(self, now: datetime) -> ConfigMapRead:
         """Read the publication in force: after a restart, a conflicting write, and every `recheck` (a
         ConfigMap someone deleted is noticed, and rebuilt behind a barrier). An unreadable one blocks every
         write until it is fixed."""
         try:
-            self.published = await load_published(self.ctx.api, self.app)
-            self.unreadable = None
+            return ConfigMapRead(now, await load_published(self.ctx.api, self.app))
         except CorruptAssignment as error:
-            self.published, self.unreadable = None, str(error)
-        self.loaded_at = now
-
-    async def _scrape(self, pods: Sequence[PodInfo], spec: StreamsAppSpec) -> dict[str, ScrapeResult]:
-        """Every running pod with an address (a pod without one has not started: nothing to ask)."""
-        urls = {
-            p.name: url
-            for p in pods
-            if p.alive and not p.deleting and (url := metrics_url(p, spec.metrics)) is not None
-        }
-        self.memory = replace(self.memory, waits=replace(self.memory.waits, urls=urls))
-        self.metric_names = spec.metrics.names
-        return await self.ctx.scraper.scrape_all(urls, spec.metrics.names)
+            return ConfigMapRead(now, unreadable=str(error))
 
     # -- act and report --------------------------------------------------------------------------------
 
@@ -238,11 +244,8 @@ class AppReconciler:
             self.report.journal(kind, **fields)
         for pod in decisions.lost:
             self.report.scaling("lost", pod, "PodLost")
-        # Journaled under the generation the lags were scraped for: once this round has published the next
-        # one, the warmups that just caught up (and moved) would be missing from the record.
         published = observed.published or EMPTY
-        lag = active_lag(published, observed.results)[0]
-        self.report.scrape(published, observed.results, decisions.failures, lag)
+        self.report.scrape(published, observed.results, decisions.failures, decisions.scraped_lag)
         planned = decisions.planned
         if planned is not None:
             self.report.plan(planned.trigger, planned.plan, duration, planned.clients, planned.tasks)
@@ -265,38 +268,47 @@ class AppReconciler:
         )
 
     async def poll_handover(self) -> None:
-        """Between rounds: scrape the pods a pending hand-over waits on (and only those), and publish the next
-        generation once one of them has acknowledged its revocation. Pods and the other pods' generations are
-        the last round's: a pod gone since then is still waited for (safe), never taken for gone."""
+        """Between rounds: scrape the pods a pending hand-over waits on (and only those); the core decides
+        who has acknowledged and what to publish (`control.round.poll`)."""
         waits = self.memory.waits
         awaited = waits.awaited(self.publication)
-        if not awaited or self.metric_names is None:
+        spec = self.memory.last_good
+        if not awaited or spec is None or self.published is None:
             return
         results = await self.ctx.scraper.scrape_all(
-            {pod: waits.urls[pod] for pod in awaited}, self.metric_names
+            {pod: waits.urls[pod] for pod in awaited}, spec.metrics.names
         )
         self.ctx.metrics.handover_polls.labels(self.app.namespace, self.app.name).inc(len(results))
         generations = {pod: r.generation if isinstance(r, PodMetrics) else None for pod, r in results.items()}
-        waits = waits.polled(generations, len(results))
-        self.memory = replace(self.memory, waits=waits)
-        acknowledged = awaited - waits.awaited(self.publication)
-        if acknowledged:
-            self.report.journal("handover-poll", pods=sorted(acknowledged), polls=waits.polls)
-            if self.published is not None:
-                candidate = waits.next(self.published.publication, self.memory.desired)
-                if candidate is not None:
-                    await self._publish(candidate)
+        polled = core_round.poll(self.memory, self.publication, generations)
+        self.memory = polled.memory
+        if polled.acknowledged:
+            self.report.journal(
+                "handover-poll", pods=sorted(polled.acknowledged), polls=polled.memory.waits.polls
+            )
+        if polled.publish is not None:
+            await self._publish(polled.publish)
 
     async def _publish(self, candidate: Publication) -> None:
-        published = self.published
-        if published is None:
+        read = self.configmap
+        if read is None or read.published is None:
             return
         try:
-            self.published = await publish(self.ctx.api, self.app, published, candidate)
+            self.configmap = replace(
+                read, published=await publish(self.ctx.api, self.app, read.published, candidate)
+            )
         except KubeError as error:
             if error.conflict or error.not_found:
-                self.published = None  # someone else wrote or deleted it: read it again next round
+                self.configmap = None  # someone else wrote or deleted it: read it again next round
             raise
-        waits = self.memory.waits.after_publishing(self.ctx.clock())
-        self.memory = replace(self.memory, waits=waits)
-        self.report.publication(published.publication, candidate, self.memory.desired or {})
+        self.memory = core_round.after_publishing(self.memory, self.ctx.clock())
+        self.report.publication(read.published.publication, candidate, self.memory.desired or {})
+
+
+def _metrics_urls(pods: Sequence[PodInfo], spec: StreamsAppSpec) -> dict[str, str]:
+    """Every running pod with an address (a pod without one has not started: nothing to ask)."""
+    return {
+        p.name: url
+        for p in pods
+        if p.alive and not p.deleting and (url := metrics_url(p, spec.metrics)) is not None
+    }

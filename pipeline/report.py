@@ -65,7 +65,8 @@ def plot_timeline(
             ax.axvline(d["ts"], color="tab:red", alpha=0.25, linewidth=1)
     ax.set_yticks(range(len(groups)), groups)
     ax.set_title("rebalances per group (red: a diagnosis)")
-    ax.legend(loc="upper left", fontsize="small")
+    if ax.get_legend_handles_labels()[0]:  # no rebalance read (unreadable logs): nothing to name
+        ax.legend(loc="upper left", fontsize="small")
     fig.autofmt_xdate()
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -28,6 +28,7 @@ from smoothscale.contract import names as contract
 from smoothscale.contract.publication import Publication
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
+from .api_links import ApiLinks
 from .kafka_streams import KafkaStreamsCommand, by_runtime
 from .kubelet import DEFAULT_ZONES, Kubelet
 from .processruntime import worker_runtime
@@ -62,7 +63,9 @@ class Sandbox:
     administrator's (a ServiceAccount's, as in a cluster). `keep_requests`
     keeps every API request of the emulator for `api_requests()` (a benchmark counting them). With
     `kafka_bootstrap`, the pods of a StreamsApp with `spec.runtime: KafkaStreams` run the Java sample app
-    (`kafka_streams.KafkaStreamsCommand`) against that broker; the others run the sample worker.
+    (`kafka_streams.KafkaStreamsCommand`) against that broker; the others run the sample worker. With
+    `api_links` too, each of those pods reaches the API server through a link of its own that `api_links.cut`
+    can cut (`api_links.ApiLinks`).
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class Sandbox:
         operator_kubeconfig: Path | None = None,
         keep_requests: bool = False,
         kafka_bootstrap: str | None = None,
+        api_links: bool = False,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
@@ -95,6 +99,8 @@ class Sandbox:
         self._api_port = api_port
         self._keep_requests = keep_requests
         self._kafka_bootstrap = kafka_bootstrap
+        self._api_links = api_links
+        self.api_links: ApiLinks | None = None
         self._emulator_thread: EmulatorThread | None = None
         self._cleanup = contextlib.ExitStack()
         self.cluster: ApiServer | None = None
@@ -130,7 +136,9 @@ class Sandbox:
                 first_address=self._first_address,
             )
             if self._kafka_bootstrap is not None:
-                java = KafkaStreamsCommand(self.kubeconfig, self._kafka_bootstrap)
+                if self._api_links:
+                    self.api_links = cleanup.enter_context(ApiLinks(self.kubeconfig, self.root / "api-links"))
+                java = KafkaStreamsCommand(self.kubeconfig, self._kafka_bootstrap, self.api_links)
                 runtime.command = by_runtime(runtime.command, java)
             self.kubelet = cleanup.enter_context(
                 Kubelet(
@@ -157,6 +165,20 @@ class Sandbox:
         if not isinstance(self.cluster, RunningEmulator):
             raise TypeError("this sandbox runs on a real API server, not on its own emulator")
         return self.cluster
+
+    def stop_api_server(self) -> None:
+        """The sandbox's own API server stops answering, as when its process is down: connections and watches
+        end, new ones are refused; what it stores is kept for `start_api_server()`."""
+        self._own_emulator().stop_serving()
+
+    def start_api_server(self) -> None:
+        """Serve again, on the same port, after `stop_api_server()`."""
+        self._own_emulator().start_serving()
+
+    def _own_emulator(self) -> EmulatorThread:
+        if self._emulator_thread is None:
+            raise TypeError("this sandbox runs on a real API server, not on its own emulator")
+        return self._emulator_thread
 
     # -- the operator ---------------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap
 from smoothscale.operator.resource import Runtime
 
+from .api_links import ApiLinks
 from .kafka import jars
 from .podruntime import Launch
 from .processruntime import Command, CommandBuilder, pod_env
@@ -40,6 +41,10 @@ SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
 BROKER_ASSIGNOR_JAR = ROOT / "bridge/broker-assignor/target/smoothscale-broker-assignor.jar"
 QUIET = {"log_level": 0}
 JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
+POD_JAVA = (*JAVA[:-1], "-XX:TieredStopAtLevel=1", "-jar")
+"""A sandbox pod's JVM compiles with C1 only, as the sandbox's brokers do: the sample app's work is light, and
+every pod start then spends less CPU compiling (the chaos benchmark starts a JVM per kill and several per
+swap, on 2 shared cores)."""
 
 
 def sample_jar() -> Path:
@@ -217,19 +222,26 @@ class KafkaStreamsCommand:
 
     kubeconfig: Path
     bootstrap: str
+    links: ApiLinks | None = None
+    """Each pod's own path to the API server (which a test can cut), instead of `kubeconfig` directly."""
 
     def __call__(self, launch: Launch) -> Command:
         variables = {**os.environ, **pod_env(launch)}
+        kubeconfig = (
+            self.kubeconfig
+            if self.links is None
+            else self.links.kubeconfig_for(launch.pod["metadata"]["name"], launch.ip)
+        )
         variables.update(
             {
-                "SMOOTHSCALE_KUBECONFIG": str(self.kubeconfig),
+                "SMOOTHSCALE_KUBECONFIG": str(kubeconfig),
                 "SMOOTHSCALE_STATE_DIR": str(launch.state_dir),
                 "SMOOTHSCALE_METRICS_HOST": launch.ip,
                 "SMOOTHSCALE_METRICS_PORT": str(launch.settings.metrics_port),
                 "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
             }
         )
-        return Command([*JAVA, str(sample_jar())], variables)
+        return Command([*POD_JAVA, str(sample_jar())], variables)
 
 
 def by_runtime(client_library: CommandBuilder, kafka_streams: CommandBuilder) -> CommandBuilder:

@@ -284,6 +284,12 @@ class Kubelet:
             found = self._pod(namespace, pod)
             return None if found is None else found.launch.ip
 
+    def log_file(self, pod: str, namespace: str = "default") -> Path | None:
+        """Where the running pod's container writes its output (every restart appends to it)."""
+        with self._lock:
+            found = self._pod(namespace, pod)
+            return None if found is None else found.launch.log
+
     def claim_dir(self, claim: str, namespace: str = "default") -> Path:
         """Where a PersistentVolumeClaim's data lives: it survives every pod that mounts it."""
         return self.root / "claims" / namespace / claim

@@ -8,6 +8,7 @@ if set (to keep them, e.g. as log-parser material), else a temporary folder of t
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 from collections.abc import Iterator
@@ -22,6 +23,8 @@ KAFKA_LOGS_ENV = "SMOOTHSCALE_KAFKA_LOGS"
 ROOT = Path(__file__).resolve().parents[1]
 JAR_USERS = {
     "test_bridge_kafka.py",
+    "test_bridge_chaos.py",
+    "test_bridge_unlogged_store.py",
     "test_bridge_streams_protocol.py",
     "test_realkube_bridge.py",
     "test_pipe_real_streams.py",
@@ -47,6 +50,19 @@ def kafka_racks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClust
     work_dir = tmp_path_factory.mktemp("kafka-racks")
     with KafkaCluster(work_dir, _log_dir(tmp_path_factory, "kafka-racks"), brokers=3) as cluster:
         yield cluster
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_as_it_was() -> Iterator[None]:
+    """Put the root logger's handlers and level back after each test. `smoothscale operator` and kopf's CLI
+    (run in-process by CliRunner and KopfRunner) configure logging: a root handler on the stderr of the
+    moment, a test's stream that is closed later. Left in place, any later log line of the run goes to a
+    closed stream: py4j closing Spark's gateway at interpreter exit printed a "Logging error" traceback."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -1,7 +1,7 @@
 """Whether to plan this round: the probing trigger, held while a holder's metrics are missing, skipped while
-no pod stays or while the first plan waits for pods that start together. One function, called by the
-operator's reconciler and by the simulator alike, so that a figure the simulator prints is a figure of the
-operator's own decisions.
+no pod stays or while the first plan or a scale-out waits for pods that start together. One function,
+called by the operator's reconciler and by the simulator alike, so that a figure the simulator prints is a
+figure of the operator's own decisions.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .probing import (
     fingerprint,
     first_plan_waits,
     missing_holders,
+    new_pods_wait,
     plan_trigger,
 )
 from .snapshot import ClientObservation
@@ -43,10 +44,14 @@ class PlanningInput:
     waited: float
     """Seconds since the operator started looking after the app (the first plan's grace counts from it)."""
     startup_grace: float
+    starting: Collection[str] = ()
+    """Staying pods created less than `startup_grace` seconds ago (a scale-out's new pods)."""
     probing: bool = True
     """Plan again when the last plan's follow-up probe is due."""
     catch_up: bool = True
     """Plan again as soon as a copy the last plan waits for has caught up."""
+    tasks: frozenset[str] | None = None
+    """The tasks of the topology to plan with (see `plan_trigger`)."""
     racks_changed: bool = False
     """The input partitions' racks read from Kafka differ from those the last plan used."""
     waiting_for_kafka: bool = False
@@ -78,7 +83,13 @@ def decide_planning(given: PlanningInput) -> PlanningDecision:
         )
     )
     due = plan_trigger(
-        memory, given.spec_generation, fingerprint(given.clients), ready, given.now, probing=given.probing
+        memory,
+        given.spec_generation,
+        fingerprint(given.clients),
+        ready,
+        given.now,
+        probing=given.probing,
+        tasks=given.tasks,
     )
     if due is None and given.racks_changed:
         due = PlanTrigger.KAFKA_RACKS_CHANGED
@@ -92,5 +103,7 @@ def decide_planning(given: PlanningInput) -> PlanningDecision:
     if not any(c.leaving_since is None for c in given.clients):
         return PlanningDecision(due)  # no pod that stays is scheduled yet: there is nowhere to put tasks
     if first_plan_waits(given.published, given.staying, given.reported, given.waited, given.startup_grace):
+        return PlanningDecision(due)
+    if new_pods_wait(given.published, [c.pod for c in given.clients], given.starting, given.reported):
         return PlanningDecision(due)
     return PlanningDecision(due, plan=True)

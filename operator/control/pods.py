@@ -33,6 +33,8 @@ class PodInfo:
     phase: str
     ready: bool
     deleting: bool
+    created: datetime | None = None
+    """The pod object's creation time (None when the API gave none)."""
 
     @property
     def is_leaving(self) -> bool:
@@ -77,6 +79,7 @@ def pod_info(body: Mapping[str, Any]) -> PodInfo:
         phase=str(status.get("phase") or "Pending"),
         ready=_is_ready(status),
         deleting=bool(metadata.get("deletionTimestamp")),
+        created=parse_time(str(metadata.get("creationTimestamp") or "")),
     )
 
 

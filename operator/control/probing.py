@@ -36,6 +36,7 @@ class PlanTrigger(StrEnum):
     CAUGHT_UP = "CaughtUp"
     PROBING_INTERVAL = "ProbingInterval"
     KAFKA_RACKS_CHANGED = "KafkaRacksChanged"
+    TOPOLOGY_CHANGED = "TopologyChanged"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class PlanMemory:
     fingerprint: Fingerprint
     planned_at: datetime
     plan: Plan
+    tasks: frozenset[str] = frozenset()
+    """The tasks of the topology planned with (empty: not recorded). The app's reported topology can change
+    (more input partitions, a new subtopology) while the spec's generation stays the same."""
 
     @property
     def desired(self) -> dict[str, ClientAssignment]:
@@ -106,15 +110,20 @@ def plan_trigger(
     now: datetime,
     *,
     probing: bool = True,
+    tasks: frozenset[str] | None = None,
 ) -> PlanTrigger | None:
     """Why to plan now, or None to keep the last plan. `probing=False` ignores the follow-up probe (only the
-    simulator's eager baseline, which stops the world instead, plans without it)."""
+    simulator's eager baseline, which stops the world instead, plans without it). `tasks`, the tasks of the
+    topology to plan with now, replans when they are not those of the last plan (the app's reported
+    topology grew: until then the bridge finds tasks the plan does not place)."""
     if memory is None:
         return PlanTrigger.FIRST
     if memory.spec_generation != spec_generation:
         return PlanTrigger.SPEC_CHANGED
     if memory.fingerprint != current:
         return PlanTrigger.PODS_CHANGED
+    if tasks is not None and memory.tasks and memory.tasks != tasks:
+        return PlanTrigger.TOPOLOGY_CHANGED
     if moves_ready:
         return PlanTrigger.CAUGHT_UP
     probe = memory.next_probe
@@ -140,6 +149,19 @@ def holders(published: Publication) -> set[str]:
 def missing_holders(published: Publication, clients: Collection[str], reported: Collection[str]) -> list[str]:
     """Pods taking part in planning that hold published tasks but reported no metrics this round."""
     return sorted((holders(published) & set(clients)) - set(reported))
+
+
+def new_pods_wait(
+    published: Publication, clients: Collection[str], starting: Collection[str], reported: Collection[str]
+) -> bool:
+    """Hold a plan while pods created moments ago (`starting`, younger than the start-up grace) are not yet
+    taking part (ready, with metrics reported), as long as every holder of a published task is: a
+    scale-out's new pods then share the tasks in one migration, instead of each pod that comes up a little
+    later re-planning the hand-over under way (tasks moved twice). A task whose holder is gone is never kept
+    waiting."""
+    if not set(starting) - (set(clients) & set(reported)):
+        return False
+    return holders(published) <= set(clients)
 
 
 def first_plan_waits(

@@ -112,6 +112,8 @@ class Observation:
     revision: str = ""
     """The spec's template revision (`podset.template_revision`)."""
     kafka: KafkaView = field(default_factory=KafkaView)
+    urls: Mapping[str, str] = field(default_factory=dict)
+    """Where each running pod was scraped: the hand-over's polls between rounds ask the same addresses."""
 
 
 @dataclass(frozen=True)
@@ -171,10 +173,38 @@ class Decisions:
     planned: PlanRecord | None = None
     publish: Publication | None = None
     status: StreamsAppStatus | None = None
+    scraped_lag: int = 0
+    """The active tasks' total lag in the generation the metrics were scraped under (the journal's: once
+    this round publishes the next one, the warmups that just caught up and moved would be missing)."""
+
+
+@dataclass(frozen=True)
+class PollDecisions:
+    """What one hand-over poll between rounds decided."""
+
+    memory: RoundMemory
+    acknowledged: frozenset[str]
+    """The awaited pods that have now acknowledged their revocation."""
+    publish: Publication | None
 
 
 def initial_memory(now: datetime) -> RoundMemory:
     return RoundMemory(started_at=now)
+
+
+def working_spec(memory: RoundMemory, spec: StreamsAppSpec | None) -> StreamsAppSpec | None:
+    """The spec this round works with: the one read when valid, else the last good one (an invalid spec
+    freezes the pod set and planning; what is in flight goes on, observed as before)."""
+    return spec or memory.last_good
+
+
+def kafka_topology(memory: RoundMemory, spec: StreamsAppSpec | None, app: str) -> StreamsAppSpec | None:
+    """The spec whose topology Kafka is read for: the working spec, with the topology the app's pods
+    reported when the spec leaves it out (Kafka Streams apps)."""
+    working = working_spec(memory, spec)
+    if working is None:
+        return None
+    return with_reported_topology(working, memory.app_report.topology, app) or working
 
 
 def planner_snapshot(
@@ -251,7 +281,7 @@ def step(
         memory = replace(memory, problems=seen.problems)
     memory, lost = _lost(memory, seen.pods)
     events += ev.lost_pod_events(lost)
-    working = spec or memory.last_good
+    working = working_spec(memory, spec)
     published = seen.published if seen.published is not None else EMPTY
     failures = _failures(seen, published)
     events += ev.scrape_events(memory.failing, failures, seen.results)
@@ -297,8 +327,27 @@ def step(
         planned=planned,
         publish=publish,
         status=status,
+        scraped_lag=active_lag(published, seen.results)[0],
     )
     return decisions, memory
+
+
+def poll(memory: RoundMemory, published: Publication, generations: Mapping[str, int | None]) -> PollDecisions:
+    """Between rounds, after asking the pods a hand-over waits on (`HandOverWait.awaited`) which generation
+    they have applied (None: no answer): who acknowledged, and the next generation once one has. Pods and
+    the other pods' generations are the last round's: a pod gone since then is still waited for (safe),
+    never taken for gone."""
+    awaited = memory.waits.awaited(published)
+    waits = memory.waits.polled(generations, len(generations))
+    memory = replace(memory, waits=waits)
+    acknowledged = frozenset(awaited - waits.awaited(published))
+    publish = waits.next(published, memory.desired) if acknowledged else None
+    return PollDecisions(memory, acknowledged, publish)
+
+
+def after_publishing(memory: RoundMemory, now: datetime) -> RoundMemory:
+    """The memory once a generation this round (or poll) decided has been written: the polls start again."""
+    return replace(memory, waits=memory.waits.after_publishing(now))
 
 
 def _pod_set(
@@ -320,19 +369,6 @@ def _pod_set(
         memory.hold,
         seen.now,
     )
-
-
-def explain_snapshot(spec: StreamsAppSpec, seen: Observation) -> Snapshot:
-    """The planner's input the operator would plan with on `seen` in its first round (its averaged rates and
-    changelog lengths then start from this round's reports): the pod set's decisions count (a pod it marks
-    leaving is leaving), only ready pods or pods holding tasks take part, with their uids, Kafka's racks
-    and changelog ends. `smoothscale explain` plans on it; `step` builds its snapshot the same way."""
-    published = seen.published if seen.published is not None else EMPTY
-    memory = observe_scrape(initial_memory(seen.now), seen, published)
-    pod_set, _ = _pod_set(spec, seen, published, memory)
-    pods = as_planned(seen.pods, pod_set, seen.now)
-    clients = observed_clients(pods, seen.results, seen.zones, holders(published))
-    return planner_snapshot(spec, seen.now, clients, published, memory, seen.kafka)
 
 
 def _lost(memory: RoundMemory, pods: Sequence[PodInfo]) -> tuple[RoundMemory, set[str]]:
@@ -368,6 +404,7 @@ def _plan(
     planner: Planner,
 ) -> tuple[PlanningDecision, PlanRecord | None, RoundMemory]:
     clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    staying = [p for p in pods if not (p.is_leaving or p.deleting or p.stopped)]
     decision = decide_planning(
         PlanningInput(
             memory=memory.plan,
@@ -375,12 +412,18 @@ def _plan(
             clients=clients,
             published=published,
             reported=[pod for pod, r in seen.results.items() if isinstance(r, PodMetrics)],
-            staying=[p.name for p in pods if not (p.is_leaving or p.deleting or p.stopped)],
+            staying=[p.name for p in staying],
+            starting=[
+                p.name
+                for p in staying
+                if p.created is not None and (seen.now - p.created).total_seconds() < config.startup_grace
+            ],
             acceptable_recovery_lag=spec.assignment.acceptable_recovery_lag,
             catch_up_trigger=spec.assignment.catch_up_trigger,
             now=seen.now,
             waited=(seen.now - memory.started_at).total_seconds(),
             startup_grace=config.startup_grace,
+            tasks=frozenset(task_ids(spec)),
             racks_changed=dict(seen.kafka.racks) != dict(memory.planned_racks),
             waiting_for_kafka=seen.kafka.first_read_pending,
         )
@@ -391,7 +434,9 @@ def _plan(
     plan = planner(snapshot)
     memory = replace(
         memory,
-        plan=PlanMemory(seen.spec_generation, fingerprint(clients), seen.now, plan),
+        plan=PlanMemory(
+            seen.spec_generation, fingerprint(clients), seen.now, plan, frozenset(task_ids(spec))
+        ),
         planned_racks=seen.kafka.racks,
     )
     return decision, PlanRecord(str(decision.due), plan, len(clients), len(snapshot.tasks)), memory
@@ -404,6 +449,7 @@ def _wait(
     return replace(
         waits,
         alive=frozenset(p.name for p in pods if p.alive),
+        urls=seen.urls,
         acked={
             pod: r.generation
             for pod, r in seen.results.items()

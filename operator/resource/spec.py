@@ -4,7 +4,8 @@ Class docstrings and field descriptions become the CRD's descriptions, so they a
 running `kubectl explain streamsapp.spec`. Defaults of the assignment section equal the planner's
 (`smoothscale.assignor.models.PlannerConfig`), so an empty section plans exactly as the planner would alone.
 Sections that may be left out entirely carry a schema default of `{}`: the API server then fills in their
-fields' defaults too, and `kubectl get -o yaml` shows the settings actually in force.
+fields' defaults too, and `kubectl get -o yaml` shows the settings actually in force. The assignment
+section's defaults are read from the planner's models (`_planner_default`): written once, there.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from smoothscale.assignor.models import (
     CatchUpTrigger,
     NumStandbys,
     PlacementCost,
+    PlannerConfig,
+    RackAwareConfig,
     RackStrategy,
     RecoveryLag,
     WarmupReplicas,
@@ -46,6 +49,20 @@ __all__ = [
 ]
 
 _EMPTY_SECTION: dict[str, Any] = {"default": {}}
+
+
+def _planner_default(model: type[BaseModel], name: str) -> Any:
+    """The planner's default of its field `name` (Contract 1): the one place the defaults are written, so
+    an empty assignment section plans exactly as the planner would alone."""
+    return model.model_fields[name].default
+
+
+def _as_duration(seconds: float) -> str:
+    """`seconds` as the spec writes a duration: 600 -> 10m."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
 
 
 class Runtime(StrEnum):
@@ -135,16 +152,18 @@ class RackAwareSpec(SpecModel):
     """Rack-aware (zone-aware) placement, as in KIP-925: a zone is a rack."""
 
     strategy: RackStrategy = Field(
-        RackStrategy.BALANCE_SUBTOPOLOGY,
+        _planner_default(RackAwareConfig, "strategy"),
         description="none (zones ignored; every subtopology spread evenly), min_traffic (least "
         "cross-zone traffic; subtopologies may cluster) or balance_subtopology (least cross-zone traffic "
         "while spreading each subtopology evenly).",
     )
     traffic_cost: PlacementCost = Field(
-        10, description="Cost of a task reading an input partition from another zone."
+        _planner_default(RackAwareConfig, "traffic_cost"),
+        description="Cost of a task reading an input partition from another zone.",
     )
     non_overlap_cost: PlacementCost = Field(
-        1, description="Cost of moving a task away from the pod that holds it now."
+        _planner_default(RackAwareConfig, "non_overlap_cost"),
+        description="Cost of moving a task away from the pod that holds it now.",
     )
 
 
@@ -166,15 +185,16 @@ class AssignmentSpec(SpecModel):
     )
 
     num_standbys: NumStandbys = Field(
-        0, description="Standby replicas per stateful task (num.standby.replicas)."
+        _planner_default(PlannerConfig, "num_standbys"),
+        description="Standby replicas per stateful task (num.standby.replicas).",
     )
     acceptable_recovery_lag: RecoveryLag = Field(
-        10_000,
+        _planner_default(PlannerConfig, "acceptable_recovery_lag"),
         description="Lag (offsets) at or below which a pod counts as caught up on a task and may take it "
         "over without downtime (acceptable.recovery.lag).",
     )
     max_warmup_replicas: WarmupReplicas = Field(
-        2,
+        _planner_default(PlannerConfig, "max_warmup_replicas"),
         description="Warmup replicas allowed at once across the app (max.warmup.replicas): more move state "
         "faster but load the brokers more.",
     )
@@ -184,22 +204,22 @@ class AssignmentSpec(SpecModel):
         json_schema_extra=_EMPTY_SECTION,
     )
     probing_interval: Duration = Field(
-        "10m",
+        _as_duration(_planner_default(PlannerConfig, "probing_interval_seconds")),
         description="How long to wait before planning again while warmups catch up "
         "(probing.rebalance.interval.ms), e.g. 10m; at least 1s.",
     )
     balance_factor: BalanceFactor = Field(
-        1,
+        _planner_default(PlannerConfig, "balance_factor"),
         description="Loads per unit of capacity may differ by this many tasks before the planner moves one "
         "only to balance (stream.balancing.factor); 1 is strict balance.",
     )
     balance_by: BalanceBy = Field(
-        BalanceBy.COUNT,
+        _planner_default(PlannerConfig, "balance_by"),
         description="count: balance task counts per pod. weight: balance the sum of task weights (measured "
         "processing rates, else the subtopology's weight).",
     )
     catch_up_trigger: CatchUpTrigger = Field(
-        CatchUpTrigger.EAGER,
+        _planner_default(PlannerConfig, "catch_up_trigger"),
         description="eager: plan again as soon as any warmup is caught up. batched: only once all warmups of "
         "a pod are (learn.partial.rebalance=false).",
     )

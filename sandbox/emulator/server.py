@@ -18,7 +18,7 @@ import contextlib
 import json
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -79,26 +79,64 @@ async def serve_emulator(
     The kubeconfig is written to `kubeconfig`, or to a temporary file removed on exit. Writing it is the
     last step of starting, so its existence tells another process that the server accepts connections.
     """
+    async with _serving(emulator, host, port, kubeconfig, shutdown_timeout) as (running, _):
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def _serving(
+    emulator: ExtendedEmulator | None,
+    host: str,
+    port: int,
+    kubeconfig: str | Path | None,
+    shutdown_timeout: float,
+) -> AsyncIterator[tuple[RunningEmulator, _Listener]]:
+    """`serve_emulator`, and the listener that serves it (which can stop and start again)."""
     emulator = emulator if emulator is not None else build_emulator()
-    emulator.reopen()
     with contextlib.ExitStack() as cleanup:
         if kubeconfig is None:
             tmpdir = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="smoothscale-emulator-"))
             kubeconfig = Path(tmpdir) / "kubeconfig"
         async with emulator:
-            server = aiohttp.web.Server(emulator, handler_cancellation=True)
-            runner = aiohttp.web.ServerRunner(server, shutdown_timeout=shutdown_timeout)
-            await runner.setup()
+            listener = _Listener(emulator, host, shutdown_timeout)
+            actual_port = await listener.start(port)
             try:
-                site = aiohttp.web.TCPSite(runner, host, port)
-                await site.start()
-                actual_port = int(runner.addresses[0][1])
                 url = f"http://{host}:{actual_port}"
                 path = write_kubeconfig(kubeconfig, url)
-                yield RunningEmulator(emulator=emulator, url=url, port=actual_port, kubeconfig=path)
+                yield RunningEmulator(emulator=emulator, url=url, port=actual_port, kubeconfig=path), listener
             finally:
-                emulator.close_watches()
-                await runner.cleanup()
+                await listener.stop()
+
+
+class _Listener:
+    """The emulator's HTTP listener, which can stop (every connection and watch ended, new ones refused, as
+    when an API server's process is down) and start again on the same port with the same store."""
+
+    def __init__(self, emulator: ExtendedEmulator, host: str, shutdown_timeout: float) -> None:
+        self.emulator = emulator
+        self.host = host
+        self.shutdown_timeout = shutdown_timeout
+        self.runner: aiohttp.web.ServerRunner | None = None
+
+    async def start(self, port: int) -> int:
+        """Listen on `port` (0 picks a free one); the port listened on."""
+        self.emulator.reopen()
+        server = aiohttp.web.Server(self.emulator, handler_cancellation=True)
+        runner = aiohttp.web.ServerRunner(server, shutdown_timeout=self.shutdown_timeout)
+        await runner.setup()
+        try:
+            await aiohttp.web.TCPSite(runner, self.host, port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self.runner = runner
+        return int(runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        runner, self.runner = self.runner, None
+        if runner is not None:
+            self.emulator.close_watches()
+            await runner.cleanup()
 
 
 class EmulatorThread:
@@ -123,6 +161,7 @@ class EmulatorThread:
         self._started: concurrent.futures.Future[RunningEmulator] = concurrent.futures.Future()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
+        self._listener: _Listener | None = None
 
     def __enter__(self) -> RunningEmulator:
         self._thread.start()
@@ -141,7 +180,7 @@ class EmulatorThread:
         async def run() -> T:
             return fn()
 
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=10)
+        return self._in_loop(run())
 
     def _run(self) -> None:
         try:
@@ -151,9 +190,33 @@ class EmulatorThread:
                 self._started.set_exception(exc)
             raise
 
+    def stop_serving(self) -> None:
+        """Stop listening, as when the API server's process stops: open connections and watch streams end,
+        new connections are refused; the store is kept. `start_serving()` listens again on the same port."""
+        listener = self._running_listener()
+        self._in_loop(listener.stop())
+
+    def start_serving(self) -> None:
+        """Listen again on the port of the first start, with the store as it was (no-op while listening)."""
+        listener = self._running_listener()
+        if listener.runner is None:
+            self._in_loop(listener.start(self._started.result().port))
+
+    def _running_listener(self) -> _Listener:
+        if self._listener is None:
+            raise RuntimeError("the emulator thread is not running")
+        return self._listener
+
+    def _in_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        assert self._loop is not None  # set before the listener
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout=10)
+
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with serve_emulator(self._emulator, **self._options) as running:
+        options = self._options
+        serving = _serving(self._emulator, options["host"], options["port"], options["kubeconfig"], 1.0)
+        async with serving as (running, listener):
+            self._listener = listener
             self._started.set_result(running)
             await self._stop.wait()

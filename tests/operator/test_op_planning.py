@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from smoothscale.assignor.planner import plan
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication, Revocation
 from smoothscale.operator.control.handover import barrier_after_loss, barrier_pending, desired_reachable
+from smoothscale.operator.control.planning import PlanningDecision, PlanningInput, decide_planning
 from smoothscale.operator.control.probing import (
     PlanMemory,
     PlanTrigger,
@@ -16,6 +17,7 @@ from smoothscale.operator.control.probing import (
     first_plan_waits,
     holders,
     missing_holders,
+    new_pods_wait,
     plan_trigger,
 )
 from smoothscale.operator.control.snapshot import (
@@ -96,6 +98,38 @@ def test_the_first_plan_and_every_relevant_change_trigger_planning() -> None:
     assert plan_trigger(memory, 1, fingerprint(clients), False, NOW + timedelta(hours=1)) is None, "stable"
 
 
+def test_a_topology_that_grows_under_the_same_spec_triggers_planning() -> None:
+    """A KafkaStreams app without spec.topology is planned with the topology its pods report: more input
+    partitions or a new subtopology change the tasks while the spec's generation stays, and must be
+    planned for (the bridge finds tasks the plan does not place until then)."""
+    clients = [observe("orders-0", "zone-a", {}), observe("orders-1", "zone-b", {})]
+    result = plan(build_snapshot(SPEC, NOW, clients, EMPTY, {}))
+    memory = PlanMemory(1, fingerprint(clients), NOW, result, frozenset(task_ids(SPEC)))
+    same = frozenset(task_ids(SPEC))
+    assert plan_trigger(memory, 1, fingerprint(clients), False, NOW, tasks=same) is None
+    grown = same | {"0_2", "2_0"}
+    assert (
+        plan_trigger(memory, 1, fingerprint(clients), False, NOW, tasks=grown) is PlanTrigger.TOPOLOGY_CHANGED
+    )
+    unrecorded = dataclasses.replace(memory, tasks=frozenset())
+    assert plan_trigger(unrecorded, 1, fingerprint(clients), False, NOW, tasks=grown) is None
+    given = PlanningInput(
+        memory=memory,
+        spec_generation=1,
+        clients=clients,
+        published=Publication(generation=1, assignment=result.assignment),
+        reported=["orders-0", "orders-1"],
+        staying=["orders-0", "orders-1"],
+        acceptable_recovery_lag=100,
+        catch_up_trigger=SPEC.assignment.catch_up_trigger,
+        now=NOW,
+        waited=600,
+        startup_grace=0,
+        tasks=grown,
+    )
+    assert decide_planning(given) == PlanningDecision(PlanTrigger.TOPOLOGY_CHANGED, plan=True)
+
+
 def test_an_unstable_plan_is_probed_again_after_the_followup_delay() -> None:
     clients = [
         observe("orders-0", "zone-a", {"1_0": 0, "1_1": 0}),
@@ -140,6 +174,17 @@ def test_the_first_plan_waits_a_while_for_every_new_pod() -> None:
     assert not first_plan_waits(EMPTY, staying, ["orders-0"], waited=31, grace=30)
     assert not first_plan_waits(EMPTY, staying, staying, waited=1, grace=30)
     assert not first_plan_waits(PUBLISHED, staying, ["orders-0"], waited=1, grace=30)
+
+
+def test_a_scale_out_waits_for_its_new_pods_but_never_keeps_a_lost_pods_tasks_waiting() -> None:
+    old = ["orders-0", "orders-1"]
+    assert new_pods_wait(PUBLISHED, old, starting=["orders-2", "orders-3"], reported=old)
+    assert new_pods_wait(PUBLISHED, [*old, "orders-2"], ["orders-2", "orders-3"], [*old, "orders-2"])
+    assert not new_pods_wait(PUBLISHED, [*old, "orders-2"], ["orders-2"], [*old, "orders-2"]), "all reported"
+    assert new_pods_wait(PUBLISHED, old, ["orders-2"], [*old, "orders-2"]), "reported metrics, not yet ready"
+    assert not new_pods_wait(PUBLISHED, ["orders-0", "orders-2"], ["orders-2", "orders-3"], ["orders-0"]), (
+        "orders-1 is gone: its tasks are placed now"
+    )
 
 
 def test_a_plan_naming_a_gone_pod_is_not_published() -> None:

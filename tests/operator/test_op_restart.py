@@ -8,7 +8,6 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from op_testkit import SMOOTHSCALE, Kubectl, balanced, operator_process, read_journal, streamsapp, wait_for
 
 from smoothscale.sandbox.emulator import RunningEmulator
@@ -31,8 +30,6 @@ def smoothscale_operator(cluster: RunningEmulator, journal: Path) -> list[str]:
     ]
 
 
-# Passed alone, failed once in a full CI rehearsal after the round refactor: rerun, and tracked in the note.
-@pytest.mark.flaky(reruns=2)
 def test_an_operator_killed_mid_hand_over_resumes_without_moving_a_task_twice(
     cluster: RunningEmulator, kube: Kubectl, fake: MemoryRuntime, tmp_path: Path
 ) -> None:

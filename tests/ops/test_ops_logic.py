@@ -125,7 +125,7 @@ def test_explain_names_the_published_roles_the_hand_over_and_the_plans_reason() 
         "orders-2": PodMetrics(lags={"0_3": 0}),
     }
     lags["orders-1"] = PodMetrics(lags={"0_2": 0, "0_0": 0, "0_1": 50_000})
-    plan = replan(spec, observation("orders", spec, pods, {}, PUBLISHED, lags, NOW))
+    plan = replan(observation("orders", spec, pods, {}, PUBLISHED, lags, NOW)).plan
     lines = explain_lines("0_3", PUBLISHED, plan, ["orders-9"])
     assert lines[0] == "task 0_3 (generation 7): nowhere"
     assert lines[1] == "hand-over: revoked from orders-2 in generation 7, waiting for that pod to stop it"

@@ -6,6 +6,7 @@ kits); this folder goes on `sys.path` so that the tests import it under any impo
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,9 @@ def spark() -> Iterator[object]:
     session = build_session("local[2]", app_name="smoothscale-tests")
     yield session
     session.stop()
+    # py4j logs every connection it closes at INFO, the last ones from finalizers at interpreter exit, when
+    # the run's streams are closed: nothing to read there.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,160 @@
+"""The decisions that used to live in the reconciler, now the control core's (`control.round`), checked as
+pure functions of what a round observed: which scrape failures count, which vanished pods are lost, and,
+between rounds, which old owners acknowledged a revocation and what is published then."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from smoothscale.assignor.models import Plan, Snapshot
+from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
+from smoothscale.operator.control import round as core_round
+from smoothscale.operator.control.handover import HandOverWait
+from smoothscale.operator.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
+from smoothscale.operator.control.pods import PodInfo
+from smoothscale.operator.control.probing import PlanMemory
+from smoothscale.operator.podset import template_revision
+from smoothscale.operator.resource import load_spec
+
+APP = "orders"
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+SPEC = load_spec(
+    {
+        "replicas": 3,
+        "template": {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}},
+        "topology": {"subtopologies": [{"name": "0", "partitions": 3}]},
+    }
+)
+REVISION = template_revision(SPEC)
+PUBLISHED = Publication(
+    generation=4,
+    assignment={
+        "orders-0": ClientAssignment(active=["0_0"]),
+        "orders-1": ClientAssignment(active=["0_1"]),
+        "orders-2": ClientAssignment(active=["0_2"]),
+    },
+)
+DOWN = ScrapeFailure(FailureReason.UNREACHABLE, "connection refused")
+
+
+def pod(ordinal: int, *, ready: bool = True) -> PodInfo:
+    name = f"{APP}-{ordinal}"
+    return PodInfo(
+        name,
+        f"uid-{ordinal}",
+        APP,
+        ordinal,
+        REVISION,
+        None,
+        None,
+        "node-a",
+        "10.0.0.1",
+        None,
+        "Running",
+        ready,
+        False,
+    )
+
+
+def seen(
+    pods: list[PodInfo], results: dict[str, ScrapeResult], published: Publication = PUBLISHED, at: float = 0
+) -> core_round.Observation:
+    return core_round.Observation(
+        now=NOW + timedelta(seconds=at),
+        app=APP,
+        spec=SPEC,
+        problems=None,
+        spec_generation=1,
+        status_generation=published.generation,
+        previous_status=None,
+        pods=pods,
+        zones={},
+        results=results,
+        published=published,
+        revision=REVISION,
+    )
+
+
+def no_planner(snapshot: Snapshot) -> Plan:
+    raise AssertionError("no plan expected")
+
+
+def test_a_failed_scrape_counts_for_a_ready_pod_or_one_holding_tasks_never_for_one_starting() -> None:
+    published = PUBLISHED.model_copy(
+        update={"assignment": {**PUBLISHED.assignment, "orders-3": ClientAssignment()}}
+    )
+    pods = [pod(0), pod(1, ready=False), pod(2), pod(3, ready=False)]
+    results: dict[str, ScrapeResult] = {
+        "orders-0": DOWN,  # ready
+        "orders-1": DOWN,  # not ready, but holds 0_1
+        "orders-2": PodMetrics(generation=4),
+        "orders-3": DOWN,  # still starting, holds nothing
+    }
+    memory = core_round.initial_memory(NOW)
+    decisions, memory = core_round.step(
+        memory, seen(pods, results, published), core_round.RoundConfig(), no_planner
+    )
+    assert sorted(decisions.failures) == ["orders-0", "orders-1"]
+    assert memory.failing == {"orders-0", "orders-1"}
+    assert decisions.planned is None, "planning waits for the holders' metrics"
+
+
+def test_a_pod_that_vanished_is_lost_unless_the_operator_deleted_it() -> None:
+    metrics: dict[str, ScrapeResult] = {f"{APP}-{n}": PodMetrics(generation=4) for n in range(3)}
+    memory = replace(core_round.initial_memory(NOW), known_pods=frozenset({f"{APP}-{n}" for n in range(4)}))
+    memory = replace(memory, deleted_by_us=frozenset({f"{APP}-3"}))
+    pods = [pod(0), pod(2)]  # orders-1 vanished; orders-3 too, deleted by the operator
+    decisions, after = core_round.step(
+        memory,
+        seen(pods, {p.name: metrics[p.name] for p in pods}),
+        core_round.RoundConfig(),
+        _plan,
+    )
+    assert decisions.lost == ("orders-1",)
+    assert [e.reason for e in decisions.events if e.reason == "PodLost"] == ["PodLost"]
+    assert after.known_pods == {"orders-0", "orders-2"} and after.deleted_by_us == frozenset()
+
+
+def _plan(snapshot: Snapshot) -> Plan:
+    from smoothscale.assignor.planner import plan  # noqa: PLC0415
+
+    return plan(snapshot)
+
+
+def test_a_poll_publishes_the_next_generation_once_the_old_owner_acknowledged() -> None:
+    """0_1 moves from orders-1 to orders-2: generation 5 revoked it; the poll between rounds decides."""
+    revoking = Publication(
+        generation=5,
+        assignment={
+            "orders-0": ClientAssignment(active=["0_0"]),
+            "orders-1": ClientAssignment(),
+            "orders-2": ClientAssignment(active=["0_2"], standby=["0_1"]),
+        },
+        revoking={"0_1": Revocation(owner="orders-1", generation=5)},
+    )
+    desired = {
+        "orders-0": ClientAssignment(active=["0_0"]),
+        "orders-1": ClientAssignment(),
+        "orders-2": ClientAssignment(active=["0_1", "0_2"]),
+    }
+    plan = Plan.model_construct(assignment=desired, stable=True, followup=None)
+    waits = HandOverWait(
+        alive=frozenset(desired),
+        acked=dict.fromkeys(desired, 4),
+        urls={pod: f"http://{pod}" for pod in desired},
+        status_generation=5,
+        published_at=NOW,
+    )
+    memory = replace(
+        core_round.initial_memory(NOW), plan=PlanMemory(1, (), NOW, plan, frozenset()), waits=waits
+    )
+    assert memory.waits.awaited(revoking) == {"orders-1"}
+    silent = core_round.poll(memory, revoking, {"orders-1": None})
+    assert (silent.acknowledged, silent.publish) == (frozenset(), None)
+    assert silent.memory.waits.polls == 1
+    stopped = core_round.poll(silent.memory, revoking, {"orders-1": 5})
+    assert stopped.acknowledged == {"orders-1"}
+    assert stopped.publish is not None and stopped.publish.generation == 6
+    assert stopped.publish.active_owner() == {"0_0": "orders-0", "0_1": "orders-2", "0_2": "orders-2"}
+    assert core_round.after_publishing(stopped.memory, NOW).waits.polls == 0
