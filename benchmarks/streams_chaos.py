@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         root = args.keep or Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
         # The kubelet stand-in's and the clients' complaints while the API server is down go to a file.
-        logging.basicConfig(filename=root / "benchmark.log", level=logging.INFO)
+        logging.basicConfig(filename=root / "benchmark.log", level=logging.WARNING)
         with KafkaCluster(root / "kafka", root / "kafka-logs", brokers=3) as cluster:
             topics = create_sample_topics(cluster.bootstrap_servers, f"chaos{args.seed}", PARTITIONS)
             with Sandbox(

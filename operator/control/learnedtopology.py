@@ -70,9 +70,14 @@ def with_reported_topology(
     A reported subtopology's stores are read from its changelog topics' names (Kafka Streams names them
     `<application id>-<store>-changelog`; the application id is `spec.kafka.applicationId`, else the app's
     name), so that `spec.kafka`'s changelog sizes map onto it as onto a written one.
+
+    A written stateful subtopology that the app reports without a changelog topic (its stores have logging
+    disabled) is planned stateless: Kafka creates no standby for it, so a plan giving it standbys or
+    warmups could never be followed and its pods would never report following the plan (TopologyMismatch
+    still names the difference).
     """
     if spec.topology.subtopologies:
-        return spec
+        return _without_impossible_standbys(spec, learned)
     if not learned:
         return None
     application_id = spec.kafka.application_id if spec.kafka and spec.kafka.application_id else app
@@ -92,3 +97,19 @@ def with_reported_topology(
         for sub in learned
     ]
     return spec.model_copy(update={"topology": TopologySpec(subtopologies=subtopologies)})
+
+
+def _without_impossible_standbys(
+    spec: StreamsAppSpec, learned: Sequence[LearnedSubtopology] | None
+) -> StreamsAppSpec:
+    """`spec` with each stateful subtopology the app reports without a changelog topic made stateless."""
+    unlogged = {sub.name for sub in learned or () if not sub.changelog_topics}
+    written = spec.topology.subtopologies
+    if not any(sub.stateful and sub.name in unlogged for sub in written):
+        return spec
+    subtopologies = [
+        sub.model_copy(update={"stateful": False}) if sub.name in unlogged else sub for sub in written
+    ]
+    return spec.model_copy(
+        update={"topology": spec.topology.model_copy(update={"subtopologies": subtopologies})}
+    )

@@ -176,3 +176,10 @@ def test_a_store_with_logging_disabled_gets_no_standbys_and_a_written_stateful_s
     results: dict[str, ScrapeResult] = {"orders-0": PodMetrics(topology=no_changelog)}
     _, events = observe_app_report(AppReport(), results, written, NOW)
     assert "subtopology 0's stores have logging disabled in the app" in events[0].message
+    assert written.topology.subtopologies[0].stateful
+    planned = with_reported_topology(written, no_changelog, "shop")
+    assert planned is not None and not planned.topology.subtopologies[0].stateful, (
+        "written stateful, but Kafka gives its tasks no standby: planned without, so that the pods can "
+        "follow the plan (the bridge drops such standbys and the pods never see them)"
+    )
+    assert with_reported_topology(written, None, "shop") is written, "as written until the app reports"

@@ -21,6 +21,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,7 +36,8 @@ import org.slf4j.LoggerFactory;
  * <p>Settings come from the pod's environment: {@code KAFKA_BOOTSTRAP_SERVERS}, {@code SMOOTHSCALE_APP} (the
  * application id), {@code SMOOTHSCALE_STATE_DIR}, {@code ORDERS_TOPIC} / {@code TOTALS_TOPIC}, any Streams
  * property as {@code STREAMS_<NAME>} ({@code STREAMS_NUM_STREAM_THREADS=2} is {@code num.stream.threads=2}),
- * and {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline). Tests
+ * {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline), and
+ * {@code ORDER_STORE_LOGGING=off} to keep {@code order-versions} without a changelog. Tests
  * may make it misbehave ({@link Faults}: a slow record, an exception, the uncaught exception handler's response).
  */
 public final class OrdersApp {
@@ -47,13 +49,19 @@ public final class OrdersApp {
     private OrdersApp() {}
 
     public static Topology topology(String ordersTopic, String totalsTopic) {
-        return topology(ordersTopic, totalsTopic, Faults.NONE);
+        return topology(ordersTopic, totalsTopic, Faults.NONE, true);
     }
 
-    static Topology topology(String ordersTopic, String totalsTopic, Faults faults) {
+    /**
+     * The topology; {@code orderStoreLogged=false} disables logging on {@code order-versions} (env
+     * {@code ORDER_STORE_LOGGING=off}): subtopology 0 keeps its state without a changelog, so Kafka gives its
+     * tasks no standby (what the operator must plan for when a written topology calls it stateful).
+     */
+    static Topology topology(String ordersTopic, String totalsTopic, Faults faults, boolean orderStoreLogged) {
         StreamsBuilder builder = new StreamsBuilder();
-        builder.addStateStore(Stores.keyValueStoreBuilder(
-            Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long()));
+        StoreBuilder<KeyValueStore<String, Long>> orders = Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long());
+        builder.addStateStore(orderStoreLogged ? orders : orders.withLoggingDisabled());
         builder.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()))
             .processValues(() -> new OrderVersions(faults), ORDER_STORE)
             .selectKey((order, value) -> value.substring(0, value.indexOf(':')))
@@ -137,7 +145,7 @@ public final class OrdersApp {
     public static void main(String[] args) throws InterruptedException {
         Map<String, String> env = System.getenv();
         Topology topology = topology(env.getOrDefault("ORDERS_TOPIC", "orders"), env.getOrDefault("TOTALS_TOPIC", "customer-totals"),
-            Faults.fromEnvironment(env));
+            Faults.fromEnvironment(env), !"off".equals(env.get("ORDER_STORE_LOGGING")));
         StreamThreadExceptionResponse response = Faults.exceptionResponse(env);
         Properties props = properties(env);
         boolean bridged = !"off".equals(env.get("SMOOTHSCALE_BRIDGE"));

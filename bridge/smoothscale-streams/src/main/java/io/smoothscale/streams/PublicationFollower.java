@@ -15,8 +15,11 @@ import org.apache.kafka.streams.TaskMetadata;
 /**
  * Keeps this instance on the newest publication: when it runs something other than what the publication
  * gives its pod, it asks for a rebalance (at once for a new generation, then again every
- * {@code retryMillis} while it still differs, at most {@code maxRequests} times a generation, for when the
- * leader had not read the generation yet); when it runs it, it records that generation as the one it runs
+ * {@code retryMillis} while it still differs, {@code maxRequests} times, for when the leader had not read the
+ * generation yet; then every {@code slowRetryMillis} for as long as it differs: a leader that could not
+ * reach the API server for a while reads the generation late, and a rebalance it led meanwhile with the old
+ * one schedules nothing that would bring the group to the new one); when it runs it, it records that
+ * generation as the one it runs
  * and how long after reading the publication that happened. While nothing is published (generation 0, no
  * ConfigMap yet) it runs whatever Kafka's own assignment gives it, and reports generation 0: the operator
  * plans for pods that follow their assignment.
@@ -31,6 +34,7 @@ public final class PublicationFollower implements AutoCloseable {
     private final Set<Integer> statefulSubtopologies;
     private final long retryMillis;
     private final int maxRequests;
+    private final long slowRetryMillis;
     private final ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(runnable -> {
         Thread thread = new Thread(runnable, "smoothscale-publication-follower");
         thread.setDaemon(true);
@@ -44,7 +48,7 @@ public final class PublicationFollower implements AutoCloseable {
 
     public PublicationFollower(String pod, LatestPublication latest, RebalanceTrigger trigger,
                                Supplier<Optional<RunningTasks>> running, Set<Integer> statefulSubtopologies,
-                               long retryMillis, int maxRequests) {
+                               long retryMillis, int maxRequests, long slowRetryMillis) {
         this.pod = pod;
         this.latest = latest;
         this.trigger = trigger;
@@ -52,6 +56,7 @@ public final class PublicationFollower implements AutoCloseable {
         this.statefulSubtopologies = Set.copyOf(statefulSubtopologies);
         this.retryMillis = retryMillis;
         this.maxRequests = maxRequests;
+        this.slowRetryMillis = slowRetryMillis;
     }
 
     /** Check every 100 ms, and at once whenever a new publication is read. */
@@ -87,7 +92,8 @@ public final class PublicationFollower implements AutoCloseable {
         if (requestedGeneration != publication.generation()) {
             requestedGeneration = publication.generation();
             requests = 0;
-        } else if (requests >= maxRequests || nowNanos - lastRequestNanos < retryMillis * 1_000_000) {
+        } else if (nowNanos - lastRequestNanos
+                   < (requests < maxRequests ? retryMillis : slowRetryMillis) * 1_000_000) {
             return;
         }
         requests++;

@@ -37,6 +37,10 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SmoothscaleBridge.class);
     private static final long RETRY_MILLIS = 2_000;
     private static final int MAX_REQUESTS = 5;
+    /** Then a rebalance every 30 s while the instance does not run the newest generation: cheap under the
+     * cooperative protocol, and the only way back when the leader read the generation late (it was cut off
+     * from the API server) after the quick requests were spent. */
+    private static final long SLOW_RETRY_MILLIS = 30_000;
 
     private final BridgeSettings settings;
     private final LatestPublication publications = new LatestPublication();
@@ -131,7 +135,8 @@ public final class SmoothscaleBridge implements AutoCloseable {
         daemon("smoothscale-rocksdb-warmup", RocksDbWarmup::run);
         TaskStates taskStates = new TaskStates(topology.describe());
         follower = new PublicationFollower(settings.pod(), publications, trigger,
-            () -> PublicationFollower.of(streams), taskStates.statefulSubtopologies(), RETRY_MILLIS, MAX_REQUESTS);
+            () -> PublicationFollower.of(streams), taskStates.statefulSubtopologies(), RETRY_MILLIS, MAX_REQUESTS,
+            SLOW_RETRY_MILLIS);
         new ContractMetrics(streams, taskStates, follower::runningGeneration, registry);
         io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
             .name("smoothscale_bridge_publication_apply_seconds")
