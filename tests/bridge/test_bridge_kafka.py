@@ -110,11 +110,12 @@ def test_instances_follow_each_publication_and_count_every_order_once(
     produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 400, 400)
     totals = latest_totals(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], 800)
     assert totals == expected_totals(800)
-    # The standbys keep up: what the operator judges warmups by (1: exactly-once's last commit marker).
+    # The standbys keep up: what the operator judges warmups by (within a few offsets: exactly-once leaves its
+    # last commit marker behind; a standby that is not followed reports hundreds here).
     deadline = time.monotonic() + 30
-    while (lags := _standby_lags(orders_app)) and max(lags.values()) > 1 and time.monotonic() < deadline:
+    while (lags := _standby_lags(orders_app)) and max(lags.values()) > 5 and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert lags and max(lags.values()) <= 1, f"standbys caught up: {lags}"
+    assert lags and max(lags.values()) <= 5, f"standbys caught up: {lags}"
     for pod in ("orders-0", "orders-1"):
         assert orders_app.instances[pod].process.poll() is None, f"{pod} kept running: no restart was needed"
 
