@@ -175,6 +175,19 @@ def leader_changes(pairs: DataFrame) -> DataFrame:
     )
 
 
+def announced_followups(pairs: DataFrame, incidents: DataFrame) -> DataFrame:
+    """The leaders' successive rebalances, without those whose earlier rebalance the leader closed with
+    "Finished stable assignment of tasks, no followup rebalances required" (every Streams version from
+    2.6): the rebalance after it is not a probing follow-up, however regular the intervals look (healthy
+    rebalances a few minutes apart, say). A probing rebalance is announced by the leader and comes after
+    `probing.rebalance.interval.ms` (10 minutes by default, at least 1)."""
+    stable = incidents.where(F.col("kind") == "stable-assignment").select(
+        F.col("group").alias("s_group"), F.col("ts").alias("s_ts")
+    )
+    closed = (F.col("s_group") == F.col("group")) & F.col("s_ts").between(F.col("prev_ts"), F.col("ts"))
+    return pairs.join(stable, closed & (F.col("s_ts") < F.col("ts")), "left_anti")
+
+
 def probing_runs(pairs: DataFrame, limits: Thresholds) -> DataFrame:
     """Runs of near-equal intervals between rebalances; each run becomes `regular-probing`, and the last
     run of a group that lasts to the group's last rebalance and is long enough also `endless-probing`."""
@@ -484,7 +497,7 @@ def diagnose(
         closely_grouped(assignor, recognised, limits),
         leader_changes(assignor),
         leader_changes(by_generation),
-        probing_runs(assignor, limits),
+        probing_runs(announced_followups(assignor, recognised), limits),
         probing_runs(_successive(probing_schedules(recognised)), limits),
         rejoin_loops(table, limits),
         slow_rebalances(table, recognised, limits),

@@ -46,6 +46,10 @@ FOLDS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
 
 # The members of these stay their own: the slow rebalance failed commits explain went on with the others.
 KEEP_MEMBERS = frozenset({"commit-failed"})
+# Findings about each of their members on its own: a churn incident names every member that came and went
+# in one stretch of time, each for its own reason (one killed, another past its poll timeout), so what
+# explains one member takes that member's part, and the churn is gone once every member's part is taken.
+BY_EACH_MEMBER = frozenset({"membership-churn"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,23 @@ def _among_members(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return {member_key(m) for m in b["members"]} <= {member_key(m) for m in a["members"]}
 
 
+def _take_part(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Moves the part of `b` (BY_EACH_MEMBER) about `a`'s members into `a`: the members, the sentences of
+    `b`'s detail that name them, `b`'s lines (they show both parts)."""
+    ours = {member_key(m) for m in a["members"]}
+    taken = [m for m in b["members"] if member_key(m) in ours]
+    if not taken:
+        return
+    b["members"] = [m for m in b["members"] if member_key(m) not in ours]
+    head, _, rest = b["detail"].partition(": ")
+    about = [part for part in rest.split("; ") if any(m in part for m in taken)]
+    a["detail"] += f"; with it, {b['kind']}: {head}: {'; '.join(about) or _named(taken)}"
+    left = [part for part in rest.split("; ") if any(m in part for m in b["members"])]
+    b["detail"] = f"{head}: " + "; ".join(left)
+    a["evidence"] = list(dict.fromkeys([*a["evidence"], *b["evidence"]]))
+    a["end_ts"] = max(a["end_ts"], b["end_ts"])
+
+
 def folded(rows: list[dict[str, Any]], slack_s: float) -> list[dict[str, Any]]:
     """`rows` with each finding another explains merged into that one (FOLDS, in order)."""
     gone: set[int] = set()
@@ -168,7 +189,13 @@ def folded(rows: list[dict[str, Any]], slack_s: float) -> list[dict[str, Any]]:
             for b in rows:
                 if b is a or b["kind"] not in explained or id(b) in gone or b["group"] != a["group"]:
                     continue
-                if not _overlap(a, b, slack_s) or (by_member and not _among_members(a, b)):
+                if not _overlap(a, b, slack_s):
+                    continue
+                if by_member and not _among_members(a, b):
+                    if b["kind"] in BY_EACH_MEMBER:
+                        _take_part(a, b)
+                        if not b["members"]:
+                            gone.add(id(b))
                     continue
                 gone.add(id(b))
                 a["evidence"] = list(dict.fromkeys([*a["evidence"], *b["evidence"]]))

@@ -107,3 +107,36 @@ def test_each_member_failing_once_is_no_loop_but_members_looping_together_are_on
     (row,) = one_per_incident(looping, LEAST)
     assert row["members"] == ["c-0", "c-1", "c-2"] and row["occurrences"] == 12
     assert row["detail"].startswith("12 lines in 20.0 s show members losing their group coordinator")
+
+
+def test_the_churn_of_members_that_each_left_for_their_own_reason_is_folded_member_by_member() -> None:
+    """Two newcomers of a scale-out leave again within the window, one killed (its session expires), one
+    past its poll timeout: one churn incident names both, and each reason explains its own member's part."""
+    killed, slow = "shop-1-StreamThread-1-consumer", "shop-2-StreamThread-1-consumer"
+    churned = finding(
+        "membership-churn",
+        0,
+        [killed, slow, "shop-3"],
+        end_ts=at(30),
+        detail=f"membership churn: {killed} came at 10:00:00 and left again at 10:00:11;"
+        f" {slow} came at 10:00:01 and left again at 10:00:30;"
+        " shop-3 left at 10:00:02 and came back at 10:00:20",
+        evidence=["log:1", "log:2"],
+    )
+    rows = [finding("heartbeat-expiration", 11, [f"{killed}-{member('x')[2:]}"]), churned]
+    rows.append(finding("poll-timeout", 29, [slow]))
+    folded = one_per_incident(rows, LEAST)
+    assert [(r["kind"], r["members"]) for r in folded] == [
+        ("heartbeat-expiration", [f"{killed}-{member('x')[2:]}"]),
+        ("membership-churn", ["shop-3"]),
+        ("poll-timeout", [slow]),
+    ]
+    expired, churn_left, timed_out = folded
+    assert expired["detail"].endswith(
+        f"with it, membership-churn: membership churn: {killed} came at 10:00:00 and left again at 10:00:11"
+    )
+    assert churn_left["detail"] == "membership churn: shop-3 left at 10:00:02 and came back at 10:00:20"
+    assert f"{slow} came at 10:00:01" in timed_out["detail"] and "log:1" in timed_out["evidence"]
+    # once every member's part is explained, no churn is left
+    both = [rows[0], {**churned, "members": [killed, slow]}, rows[2]]
+    assert [r["kind"] for r in one_per_incident(both, LEAST)] == ["heartbeat-expiration", "poll-timeout"]

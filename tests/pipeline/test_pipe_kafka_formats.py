@@ -107,6 +107,8 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
         ("thread-replacement", datetime(2026, 10, 2, 11, 0, 5, 20000), ("shop-0",)),
     },
     "streams-4.3-probing-log4j.log": set(),  # an instance joining is growth, no churn
+    # rebalances 150 s apart, each closed by the leader's "Finished stable assignment": no probing
+    "streams-3.0-healthy-rebalances.log": set(),
 }
 
 
