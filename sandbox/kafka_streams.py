@@ -381,27 +381,45 @@ def produce_orders(bootstrap: str, topic: str, first: int, count: int) -> None:
     """Orders `first` .. `first + count - 1`, each keyed by its id, `customer-<i mod 10>:<i mod 7 + 1>`."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
     for index in range(first, first + count):
-        value = f"customer-{index % CUSTOMERS}:{index % 7 + 1}"
-        producer.produce(topic, key=f"order-{index}".encode(), value=value.encode())
+        producer.produce(topic, key=f"order-{index}".encode(), value=order_value(index).encode())
     if producer.flush(30) != 0:
         raise RuntimeError(f"orders {first}..{first + count - 1} were not all acknowledged")
 
 
+def order_value(index: int) -> str:
+    return f"customer-{index % CUSTOMERS}:{index % 7 + 1}"
+
+
 def expected_totals(count: int) -> dict[str, str]:
     """Each customer's `"<orders>,<amount>"` once orders 0 .. count - 1 are each counted once."""
+    return totals_of(order_value(index) for index in range(count))
+
+
+def totals_of(orders: Iterable[str]) -> dict[str, str]:
+    """Each customer's `"<orders>,<amount>"` once each of `orders` (values `customer-<i>:<amount>`, as the
+    orders topic holds them) is counted once."""
     totals: dict[str, list[int]] = {}
-    for index in range(count):
-        entry = totals.setdefault(f"customer-{index % CUSTOMERS}", [0, 0])
+    for order in orders:
+        customer, amount = order.split(":")
+        entry = totals.setdefault(customer, [0, 0])
         entry[0] += 1
-        entry[1] += index % 7 + 1
+        entry[1] += int(amount)
     return {customer: f"{orders},{amount}" for customer, (orders, amount) in totals.items()}
 
 
-def latest_totals(bootstrap: str, topic: str, count: int, timeout: float = 120) -> dict[str, str]:
-    """The newest total per customer in `topic`, read until they are `expected_totals(count)` or `timeout`
-    seconds passed."""
+def latest_totals(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    timeout: float = 120,
+    *,
+    expected: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The newest total per customer in `topic`, read until they are `expected` (by default
+    `expected_totals(count)`) or `timeout` seconds passed."""
+    wanted = dict(expected) if expected is not None else expected_totals(count)
     latest: dict[str, str] = {}
     deadline = time.monotonic() + timeout
-    while latest != expected_totals(count) and time.monotonic() < deadline:
+    while latest != wanted and time.monotonic() < deadline:
         latest.update(dict(read_committed(bootstrap, topic, idle_seconds=3)))
     return latest
