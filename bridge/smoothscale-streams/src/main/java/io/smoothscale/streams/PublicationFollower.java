@@ -7,6 +7,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.ThreadMetadata;
@@ -45,10 +46,20 @@ public final class PublicationFollower implements AutoCloseable {
     private long requestedGeneration = -1;
     private int requests;
     private long lastRequestNanos;
+    private final LongSupplier nanoClock;
 
     public PublicationFollower(String pod, LatestPublication latest, RebalanceTrigger trigger,
                                Supplier<Optional<RunningTasks>> running, Supplier<Set<Integer>> statefulSubtopologies,
                                long retryMillis, int maxRequests, long slowRetryMillis) {
+        this(pod, latest, trigger, running, statefulSubtopologies, retryMillis, maxRequests, slowRetryMillis,
+            System::nanoTime);
+    }
+
+    /** With the clock that spaces the requests given (tests step it instead of sleeping). */
+    PublicationFollower(String pod, LatestPublication latest, RebalanceTrigger trigger,
+                        Supplier<Optional<RunningTasks>> running, Supplier<Set<Integer>> statefulSubtopologies,
+                        long retryMillis, int maxRequests, long slowRetryMillis, LongSupplier nanoClock) {
+        this.nanoClock = nanoClock;
         this.pod = pod;
         this.latest = latest;
         this.trigger = trigger;
@@ -88,7 +99,7 @@ public final class PublicationFollower implements AutoCloseable {
             }
             return;
         }
-        long nowNanos = System.nanoTime();
+        long nowNanos = nanoClock.getAsLong();
         if (requestedGeneration != publication.generation()) {
             requestedGeneration = publication.generation();
             requests = 0;

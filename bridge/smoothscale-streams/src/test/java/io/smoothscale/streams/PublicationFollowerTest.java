@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -22,36 +23,36 @@ class PublicationFollowerTest {
         Map.of("orders-0", new PodTasks(List.of("0_0"), List.of(), List.of())), Map.of());
 
     @Test
-    void keepsAskingSlowlyAfterItsQuickRequestsUntilItRunsTheGeneration() throws InterruptedException {
+    void keepsAskingSlowlyAfterItsQuickRequestsUntilItRunsTheGeneration() {
         LatestPublication latest = new LatestPublication();
         latest.accept(GENERATION_3);
         RebalanceTrigger trigger = new RebalanceTrigger();
         AtomicReference<RunningTasks> running = new AtomicReference<>(new RunningTasks(Set.of(), Set.of()));
+        AtomicLong clock = new AtomicLong();
         PublicationFollower follower = new PublicationFollower("orders-0", latest, trigger,
-            () -> Optional.of(running.get()), () -> Set.of(0), 1, 2, 50);
+            () -> Optional.of(running.get()), () -> Set.of(0), 1, 2, 50, clock::get);
 
-        int requests = requestsWithin(follower, trigger, 600);
-        assertTrue(requests >= 2 + 5, "2 quick requests, then one every 50 ms: " + requests);
-        assertTrue(requests <= 2 + 13, "slowly after the quick ones, not at every check: " + requests);
+        int requests = requestsWithin(follower, trigger, clock, 600);
+        assertEquals(2 + 11, requests, "2 quick requests (1 ms apart), then one every 50 ms, not at every check");
 
         running.set(new RunningTasks(Set.of("0_0"), Set.of()));
         follower.check();
         assertEquals(3, follower.runningGeneration());
         trigger.take();
-        assertEquals(0, requestsWithin(follower, trigger, 150), "running the generation, it asks no more");
+        assertEquals(0, requestsWithin(follower, trigger, clock, 150), "running the generation, it asks no more");
         assertNull(trigger.take());
     }
 
-    private static int requestsWithin(PublicationFollower follower, RebalanceTrigger trigger, long millis)
-        throws InterruptedException {
+    /** Checks every 2 ms of the follower's clock for `millis`, counting the rebalance requests. */
+    private static int requestsWithin(PublicationFollower follower, RebalanceTrigger trigger, AtomicLong clock,
+                                      long millis) {
         int requests = 0;
-        long end = System.nanoTime() + millis * 1_000_000;
-        while (System.nanoTime() < end) {
+        for (long elapsed = 0; elapsed < millis; elapsed += 2) {
             follower.check();
             if (trigger.take() != null) {
                 requests++;
             }
-            Thread.sleep(2);
+            clock.addAndGet(2_000_000);
         }
         return requests;
     }
