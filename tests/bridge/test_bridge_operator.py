@@ -44,6 +44,9 @@ from smoothscale.sandbox.streams_app import crash, settle, streams_app
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 APP = "ops-shop"
+ADOPTING = "ops-props"
+"""The settings-only test's app: its own application id, so that it restores no state the first test's
+app left in the session's broker (its changelog, under the same id, had doubled the totals)."""
 PARTITIONS = 4
 REPARTITION = f"{APP}-by-customer-repartition"
 ACCEPTABLE_LAG = 5
@@ -130,9 +133,9 @@ def test_the_operator_runs_a_kafka_streams_app_through_scaling_crashes_and_a_swa
 
 
 @pytest.mark.xfail(
-    reason="issue 24, open: in the CI rehearsal the settings-only app had every generation read and assigned "
-    "to the 3 pods left after 6 -> 3 within seconds, yet the step did not settle in 2 minutes (the pods' "
-    "report of what they run, from task metrics, is the suspect)",
+    reason="issue 24: in the CI rehearsal it ran under the first test's application id and restored that "
+    "app's totals (customer-8: 210,836 = 120,478 + 90,358); it has its own id now, not yet seen passing in a "
+    "full run: remove this mark once it has",
     strict=False,
 )
 def test_an_app_adopting_by_its_settings_alone_scales_out_and_in(
@@ -143,40 +146,42 @@ def test_an_app_adopting_by_its_settings_alone_scales_out_and_in(
     every order counted once. (Not yet covered: a crash restarted with its volume, a swap.)"""
     orders, totals = topics
     bootstrap = kafka_broker.bootstrap_servers
-    kafka = SampleApp(APP, "default", bootstrap, None, tmp_path / "reader")
-    scale_out_and_in(sandbox, kafka, orders, totals, adoption="properties")
+    kafka = SampleApp(ADOPTING, "default", bootstrap, None, tmp_path / "reader")
+    scale_out_and_in(sandbox, kafka, orders, totals, adoption="properties", app=ADOPTING)
     assert latest_totals(bootstrap, totals, 900) == expected_totals(900), "every order counted exactly once"
-    final = sandbox.publication(APP)
-    zone_of = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods(APP)}
+    final = sandbox.publication(ADOPTING)
+    zone_of = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods(ADOPTING)}
     assert imbalance(final, zone_of) == [], "balanced over the pods and the zones"
 
 
 def scale_out_and_in(
-    sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str, adoption: str
+    sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str, adoption: str, app: str = APP
 ) -> tuple[int, dict[str, set[str]]]:
     """3 -> 6 -> 3 with 900 orders, each step settled; the generation published once the app first settled,
     and the final placement."""
     bootstrap = kafka.bootstrap
     sandbox.apply(
-        streams_app(APP, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG, adoption=adoption)
+        streams_app(app, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG, adoption=adoption)
     )
     produce_orders(bootstrap, orders, 0, 300)
     settle(sandbox, kafka, 3, 2 * PARTITIONS)
-    created = sandbox.publication(APP)
+    created = sandbox.publication(app)
     assert created is not None
-    status = sandbox.app(APP).get("status") or {}
+    status = sandbox.app(app).get("status") or {}
     learned = {sub["name"]: (sub["partitions"], sub["inputTopics"]) for sub in status.get("topology", [])}
-    assert learned == {"0": (PARTITIONS, [orders]), "1": (PARTITIONS, [REPARTITION])}, status.get("topology")
+    assert learned == {"0": (PARTITIONS, [orders]), "1": (PARTITIONS, [f"{app}-by-customer-repartition"])}, (
+        status.get("topology")
+    )
     assert not [
         c for c in status.get("conditions", []) if c["type"] == "TopologyMismatch" and c["status"] == "True"
     ]
 
-    sandbox.patch_app(APP, {"spec": {"replicas": 6}})
+    sandbox.patch_app(app, {"spec": {"replicas": 6}})
     produce_orders(bootstrap, orders, 300, 300)
     six = settle(sandbox, kafka, 6, 2 * PARTITIONS)
     assert len(six) == 6, f"every pod runs an active task: {six}"
 
-    sandbox.patch_app(APP, {"spec": {"replicas": 3}})
+    sandbox.patch_app(app, {"spec": {"replicas": 3}})
     produce_orders(bootstrap, orders, 600, 300)
     three = settle(sandbox, kafka, 3, 2 * PARTITIONS)
     return created.generation, three
