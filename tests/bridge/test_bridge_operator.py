@@ -132,12 +132,6 @@ def test_the_operator_runs_a_kafka_streams_app_through_scaling_crashes_and_a_swa
     assert warmed >= 3, f"the scale-out and the swap moved tasks onto caught-up warmups, {warmed} seen"
 
 
-@pytest.mark.xfail(
-    reason="issue 24: in the CI rehearsal it ran under the first test's application id and restored that "
-    "app's totals (customer-8: 210,836 = 120,478 + 90,358); it has its own id now, not yet seen passing in a "
-    "full run: remove this mark once it has",
-    strict=False,
-)
 def test_an_app_adopting_by_its_settings_alone_scales_out_and_in(
     sandbox: Sandbox, kafka_broker: KafkaCluster, topics: tuple[str, str], tmp_path: Path
 ) -> None:
