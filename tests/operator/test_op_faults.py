@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 import pytest
-from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
+from op_testkit import Kubectl, actives, balanced, settled_balance, streamsapp, wait_for
 
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
@@ -38,7 +38,7 @@ def test_a_pod_without_metrics_holds_planning_and_degrades_the_app(
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
-        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
+        before = settled_balance(kube, fake, 3, 6)
         fake.pod("orders-1").mode = "down"
 
         degraded = wait_for(
@@ -107,7 +107,7 @@ def test_an_invalid_spec_freezes_the_app_on_its_last_good_assignment(
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
-        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
+        before = settled_balance(kube, fake, 3, 6)
         kube.patch_app("orders", {"spec": {"replicas": 5, **broken}})
 
         invalid = wait_for(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import urllib.request
 
-from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
+from op_testkit import Kubectl, actives, balanced, settled_balance, streamsapp, wait_for
 
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
@@ -48,7 +48,7 @@ def test_scale_up_warms_new_pods_before_moving_tasks(
 ) -> None:
     with run_operator():
         kube.apply(streamsapp(replicas=3, partitions=6))
-        before = wait_for(lambda: balanced(kube.publication(), 3, 6) and kube.publication(), what="balance")
+        before = settled_balance(kube, fake, 3, 6)
         fake.restore_rate = 60_000  # about 2 s to restore a task
         kube.patch_app("orders", {"spec": {"replicas": 5}})
 
