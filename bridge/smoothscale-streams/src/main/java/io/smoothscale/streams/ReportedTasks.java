@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.regex.Pattern;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
@@ -43,6 +44,7 @@ final class ReportedTasks {
     static final String RESTORE_REMAINING = "restore-remaining-records-total";
     static final String RECORDS_LAG = "records-lag";
     static final String RUNNING = "RUNNING";
+    private static final Pattern STREAM_THREAD = Pattern.compile(".+-StreamThread-\\d+");
 
     private ReportedTasks() {}
 
@@ -86,11 +88,25 @@ final class ReportedTasks {
     private static Set<String> tasksWith(Map<MetricName, Object> values, String marker) {
         Set<String> tasks = new HashSet<>();
         values.keySet().forEach(name -> {
-            if (name.group().equals(TASK_GROUP) && name.name().equals(marker) && name.tags().containsKey("task-id")) {
+            if (name.group().equals(TASK_GROUP) && name.name().equals(marker) && name.tags().containsKey("task-id")
+                && onStreamThread(name)) {
                 tasks.add(name.tags().get("task-id"));
             }
         });
         return tasks;
+    }
+
+    /**
+     * Whether a task metric was registered by a stream thread ({@code <client.id>-StreamThread-<n>}). A task
+     * registers its sensors under the name of the thread that creates it and removes them under the name of the
+     * thread that closes it. The standbys Kafka Streams creates at start-up for the state it finds on disk
+     * ({@code StateDirectory.initializeStartupTasks}, 3.8 on) are created by the thread that constructs
+     * {@code KafkaStreams} and closed or recycled by a stream thread, so their {@code update-total} stays behind
+     * under the constructing thread's name: counted, a pod restarted with its volume would report a standby it
+     * no longer holds, and never follow the plan.
+     */
+    static boolean onStreamThread(MetricName name) {
+        return STREAM_THREAD.matcher(name.tags().getOrDefault("thread-id", "")).matches();
     }
 
     /**

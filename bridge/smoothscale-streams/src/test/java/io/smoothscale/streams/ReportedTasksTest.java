@@ -1,6 +1,7 @@
 package io.smoothscale.streams;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
@@ -83,6 +84,19 @@ class ReportedTasksTest {
             "the follower reads only the state and the markers, every 100 ms");
         assertEquals(Optional.empty(), ReportedTasks.running(reported("REBALANCING")),
             "tasks are read only while RUNNING, as KafkaStreams.metadataForLocalThreads() is");
+    }
+
+    @Test
+    void aStartupStandbyLeftBehindByTheConstructingThreadIsNotRun() {
+        Map<MetricName, Object> values = new HashMap<>(reported("RUNNING"));
+        // Restarted with its volume: Kafka Streams made a standby of 2_1 at start-up, on the app's main thread,
+        // then a stream thread closed it (removing its sensors under its own name, not under "main").
+        values.put(new MetricName(ReportedTasks.STANDBY_MARKER, ReportedTasks.TASK_GROUP, "",
+            Map.of("thread-id", "main", "task-id", "2_1")), 0.0);
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3"))),
+            ReportedTasks.running(values));
+        Map<String, Integer> stores = StoreSubtopologies.parse(topology().describe().toString());
+        assertFalse(ReportedTasks.taskStates(values, "orders", stores, Map.of()).containsKey("2_1"));
     }
 
     @Test
