@@ -96,6 +96,11 @@ class OperatorSpec(ScenarioModel):
         description="time from a pod applying a generation that revokes its tasks to the operator seeing it "
         "(the operator polls the pods a hand-over waits on every 0.1 s by default)",
     )
+    startup_grace_seconds: Seconds = Field(
+        30,
+        description="the operator's startupGrace (its default): a scale-out's plan waits up to this long for "
+        "all its new pods to report, so that they share the tasks in one migration",
+    )
     replan_min_interval_seconds: Seconds | None = Field(
         None,
         description="a debounce between smoothscale's catch-up re-plans (the operator has none); null = none",

@@ -45,22 +45,17 @@ it, so a longer debounce only costs time.
 class Strategy(ABC):
     name: ClassVar[str]
     probes: ClassVar[bool] = True
-    """Whether to re-plan when the last plan's follow-up probe is due."""
+    """Whether to re-plan when the last plan's follow-up probe is due (`RoundConfig.probing`)."""
+    catch_up_after: float | None = None
+    """Seconds after a plan from which a caught-up copy re-plans (`RoundConfig.catch_up_after`; None:
+    never)."""
 
     def planner_config(self, config: PlannerConfig) -> PlannerConfig:
         return config
 
-    def catches_up(self, since_last_plan: float) -> bool:
-        """Whether to re-plan now if a copy the last plan waits for has caught up."""
-        return False
-
-    def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
-        """The assignment to publish (through the hand-over) after `plan`."""
-        return dict(plan.assignment)
-
-    def is_final(self, plan: Plan) -> bool:
-        """True when publishing `desired(plan)` completes the rebalance."""
-        return plan.stable
+    def planned(self, plan: Plan) -> Plan:
+        """The plan as this strategy publishes it (through the hand-over): its `assignment` is the aim."""
+        return plan
 
     def gate(
         self,
@@ -69,7 +64,8 @@ class Strategy(ABC):
         acked: Mapping[str, int],
         alive: Set[str],
     ) -> Mapping[str, ClientAssignment]:
-        """What to aim the next generation at, given how far the last plan's publication has got."""
+        """What to aim the next generation at, given how far the last plan's publication has got
+        (`RoundConfig.aim`)."""
         return desired
 
 
@@ -80,15 +76,14 @@ class Eager(Strategy):
     def __init__(self) -> None:
         self._released = True  # no rebalance in progress
 
-    def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
+    def planned(self, plan: Plan) -> Plan:
+        """The balanced target at once, with nothing to follow up: the rebalance ends when it is published."""
         self._released = False  # every rebalance stops the world first
-        return {
+        target = {
             pod: ClientAssignment(active=target.active, standby=target.standby)
             for pod, target in plan.target.items()
         }
-
-    def is_final(self, plan: Plan) -> bool:
-        return True
+        return plan.model_copy(update={"assignment": target, "stable": True, "followup": None})
 
     def gate(
         self,
@@ -121,10 +116,7 @@ class Smoothscale(Strategy):
     name = "smoothscale"
 
     def __init__(self, min_interval_seconds: float = REPLAN_MIN_INTERVAL_SECONDS) -> None:
-        self.min_interval_seconds = min_interval_seconds
-
-    def catches_up(self, since_last_plan: float) -> bool:
-        return since_last_plan >= self.min_interval_seconds
+        self.catch_up_after = min_interval_seconds
 
 
 STRATEGY_NAMES = ("eager", "kip441", "smoothscale")

@@ -26,7 +26,7 @@ The order of the decisions matters for safety and is the one of `docs/architectu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -116,11 +116,25 @@ class Observation:
     """Where each running pod was scraped: the hand-over's polls between rounds ask the same addresses."""
 
 
+Aim = Callable[
+    [Mapping[str, ClientAssignment], Publication, Mapping[str, int], Set[str]], Mapping[str, ClientAssignment]
+]
+"""What the next generation aims at, from the last plan's assignment, the publication in force, the
+generations the pods acknowledged and the live pods (the simulator's stop-the-world baseline gates it)."""
+
+
 @dataclass(frozen=True)
 class RoundConfig:
-    """The operator's settings that shape decisions."""
+    """The settings that shape decisions: the operator's, and the triggers the simulator's baselines switch
+    off (the operator runs with the defaults)."""
 
     startup_grace: float = 0.0
+    probing: bool = True
+    """Plan again when the last plan's follow-up probe is due."""
+    catch_up_after: float | None = 0.0
+    """Seconds after a plan from which a caught-up copy the plan waits for plans again (None: never)."""
+    aim: Aim | None = None
+    """What each generation aims at instead of the last plan's assignment (None: that assignment)."""
 
 
 @dataclass(frozen=True)
@@ -315,7 +329,7 @@ def step(
     publish = None
     if seen.published is not None and working is not None:
         memory = replace(memory, waits=_wait(memory.waits, seen, working, pods))
-        publish = memory.waits.next(published, memory.desired)
+        publish = memory.waits.next(published, _aimed(config, memory, published))
     status = _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
     decisions = Decisions(
         events=tuple(events),
@@ -332,7 +346,12 @@ def step(
     return decisions, memory
 
 
-def poll(memory: RoundMemory, published: Publication, generations: Mapping[str, int | None]) -> PollDecisions:
+def poll(
+    memory: RoundMemory,
+    published: Publication,
+    generations: Mapping[str, int | None],
+    config: RoundConfig = RoundConfig(),  # frozen: one shared default is safe
+) -> PollDecisions:
     """Between rounds, after asking the pods a hand-over waits on (`HandOverWait.awaited`) which generation
     they have applied (None: no answer): who acknowledged, and the next generation once one has. Pods and
     the other pods' generations are the last round's: a pod gone since then is still waited for (safe),
@@ -341,8 +360,18 @@ def poll(memory: RoundMemory, published: Publication, generations: Mapping[str, 
     waits = memory.waits.polled(generations, len(generations))
     memory = replace(memory, waits=waits)
     acknowledged = frozenset(awaited - waits.awaited(published))
-    publish = waits.next(published, memory.desired) if acknowledged else None
+    publish = waits.next(published, _aimed(config, memory, published)) if acknowledged else None
     return PollDecisions(memory, acknowledged, publish)
+
+
+def _aimed(
+    config: RoundConfig, memory: RoundMemory, published: Publication
+) -> Mapping[str, ClientAssignment] | None:
+    """What the next generation aims at: the last plan's assignment, through the config's `aim` if any."""
+    desired = memory.desired
+    if desired is None or config.aim is None:
+        return desired
+    return config.aim(desired, published, memory.waits.acked, memory.waits.alive)
 
 
 def after_publishing(memory: RoundMemory, now: datetime) -> RoundMemory:
@@ -426,6 +455,8 @@ def _plan(
             tasks=frozenset(task_ids(spec)),
             racks_changed=dict(seen.kafka.racks) != dict(memory.planned_racks),
             waiting_for_kafka=seen.kafka.first_read_pending,
+            probing=config.probing,
+            catch_up=_catches_up(config, memory.plan, seen.now),
         )
     )
     if not decision.plan:
@@ -440,6 +471,12 @@ def _plan(
         planned_racks=seen.kafka.racks,
     )
     return decision, PlanRecord(str(decision.due), plan, len(clients), len(snapshot.tasks)), memory
+
+
+def _catches_up(config: RoundConfig, plan: PlanMemory | None, now: datetime) -> bool:
+    """Whether a copy the last plan waits for plans again once it has caught up (`catch_up_after`)."""
+    after = config.catch_up_after
+    return plan is None or (after is not None and (now - plan.planned_at).total_seconds() >= after)
 
 
 def _wait(
