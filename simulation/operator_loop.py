@@ -47,9 +47,9 @@ from smoothscale.operator.resource import (
     StreamsAppStatus,
     SubtopologySpec,
     TopologySpec,
+    assignment_spec,
     planner_config,
 )
-from smoothscale.operator.resource.planner import assignment_spec
 from smoothscale.simulation.strategies import Strategy
 
 DOWN = ScrapeFailure(FailureReason.UNREACHABLE, "the pod is down (crashed, or its zone is)")

@@ -100,11 +100,7 @@ def assignment_spec(config: PlannerConfig) -> tuple[AssignmentSpec, str | None]:
         num_standbys=config.num_standbys,
         acceptable_recovery_lag=config.acceptable_recovery_lag,
         max_warmup_replicas=config.max_warmup_replicas,
-        rack_aware=RackAwareSpec(
-            strategy=config.rack_aware.strategy,
-            traffic_cost=config.rack_aware.traffic_cost,
-            non_overlap_cost=config.rack_aware.non_overlap_cost,
-        ),
+        rack_aware=RackAwareSpec.model_validate(config.rack_aware.model_dump()),
         probing_interval=as_duration(config.probing_interval_seconds),
         balance_factor=config.balance_factor,
         balance_by=config.balance_by,
