@@ -44,7 +44,6 @@ from smoothscale.operator.resource import (
     Runtime,
     ScalingSpec,
     StreamsAppSpec,
-    StreamsAppStatus,
     SubtopologySpec,
     TopologySpec,
     assignment_spec,
@@ -165,6 +164,7 @@ class Operator:
             probing=strategy.probes,
             catch_up_after=strategy.catch_up_after,
             aim=strategy.gate,
+            status=False,
         )
         self.epoch = epoch
         self.app = app
@@ -174,12 +174,11 @@ class Operator:
         self._wanted: AppSpec | None = None
         self._generation = 0
         """The spec's `metadata.generation`: one more at each change the user makes."""
-        self._status: StreamsAppStatus | None = None
+        self._infos: dict[PodReport, PodInfo] = {}
 
     def restart(self, now: float) -> None:
         """The operator starts again: a fresh memory; the publication is the ConfigMap's."""
         self.memory = core_round.initial_memory(self._instant(now))
-        self._status = None
 
     def _instant(self, seconds: float) -> datetime:
         return self.epoch + timedelta(seconds=seconds)
@@ -189,26 +188,28 @@ class Operator:
     def pod_infos(self, pods: list[PodReport]) -> list[PodInfo]:
         """The pods as the API lists them: running (a crashed one restarts in place, not ready meanwhile),
         on a node named after their zone; a leaving pod carries its mark's time (to the microsecond: the
-        simulated clock's)."""
-        return [
-            PodInfo(
-                name=p.name,
-                uid=f"{p.name}/{p.incarnation}",
-                app=self.app,
-                ordinal=ordinal_of(self.app, p.name),
-                revision=p.revision,
-                leaving=None if p.leaving_since is None else self._instant(p.leaving_since).isoformat(),
-                leaving_reason=p.leaving_reason,
-                node=p.zone,
-                ip=None,
-                metrics_port=None,
-                phase="Running",
-                ready=p.ready,
-                deleting=False,
-                created=self._instant(p.created),
-            )
-            for p in pods
-        ]
+        simulated clock's). A pod that has not changed since the last round is the same record."""
+        infos = {p: self._infos.get(p) or self._info(p) for p in pods}
+        self._infos = infos
+        return list(infos.values())
+
+    def _info(self, p: PodReport) -> PodInfo:
+        return PodInfo(
+            name=p.name,
+            uid=f"{p.name}/{p.incarnation}",
+            app=self.app,
+            ordinal=ordinal_of(self.app, p.name),
+            revision=p.revision,
+            leaving=None if p.leaving_since is None else self._instant(p.leaving_since).isoformat(),
+            leaving_reason=p.leaving_reason,
+            node=p.zone,
+            ip=None,
+            metrics_port=None,
+            phase="Running",
+            ready=p.ready,
+            deleting=False,
+            created=self._instant(p.created),
+        )
 
     def observe(self, now: float, view: View, wanted: AppSpec) -> Observation:
         """What the operator's round observes: the spec the user set, the pods listed, the metrics of those
@@ -236,7 +237,7 @@ class Operator:
             problems=None,
             spec_generation=self._generation,
             status_generation=self.published.generation,
-            previous_status=self._status,
+            previous_status=None,
             pods=self.pod_infos(listed),
             zones={p.zone: p.zone for p in listed},
             results=results,
@@ -263,7 +264,6 @@ class Operator:
         the step's decisions; a publication it decides is written at once."""
         seen = self.observe(now, view, wanted)
         decisions, self.memory = core_round.step(self.memory, seen, self.round_config, self._plan)
-        self._status = decisions.status
         if decisions.publish is not None:
             self._written(decisions.publish, seen.now)
         planned = decisions.planned

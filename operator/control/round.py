@@ -135,6 +135,8 @@ class RoundConfig:
     """Seconds after a plan from which a caught-up copy the plan waits for plans again (None: never)."""
     aim: Aim | None = None
     """What each generation aims at instead of the last plan's assignment (None: that assignment)."""
+    status: bool = True
+    """Build the app's status (an adapter that reports none, the simulator, skips the work)."""
 
 
 @dataclass(frozen=True)
@@ -330,7 +332,11 @@ def step(
     if seen.published is not None and working is not None:
         memory = replace(memory, waits=_wait(memory.waits, seen, working, pods))
         publish = memory.waits.next(published, _aimed(config, memory, published))
-    status = _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
+    status = (
+        _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
+        if config.status
+        else None
+    )
     decisions = Decisions(
         events=tuple(events),
         journal=tuple(journal),
