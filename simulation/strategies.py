@@ -1,15 +1,16 @@
 """What the three strategies the simulator compares change in the operator's decisions.
 
-All three run the operator's control core (`operator_loop`): its planner, its plan triggers, its pod
-retirement and its two-phase hand-over. They differ only in which of the core's triggers they honour and in
-what they take from a plan:
+All three run the operator's round (`control.round.step`, through `operator_loop`): its planner, its plan
+triggers, its pod set and its two-phase hand-over. They differ only in which of the step's triggers they
+honour (`RoundConfig.probing`, `RoundConfig.catch_up_after`), in what they take from a plan (`planned`) and
+in what each generation aims at (`gate`, the step's `RoundConfig.aim`):
 
-- `eager`: the stop-the-world baseline. It re-plans only when the pods change (no probe, no catch-up
-  trigger) and applies the plan's balanced `target` at once: every pod first stops all its actives (one
-  generation, acknowledged by every pod), then the target is published and moved tasks restore before
-  they process.
+- `eager`: the stop-the-world baseline. It re-plans only when the spec or the pods change (no probe, no
+  catch-up trigger) and applies the plan's balanced `target` at once: every pod first stops all its
+  actives (one generation, acknowledged by every pod), then the target is published and moved tasks
+  restore before they process.
 - `kip441`: Kafka Streams' defaults. It publishes the plan's `assignment` (actives only on caught-up pods,
-  warmups toward the target) and re-plans when the pods change and on the followup probe, every
+  warmups toward the target) and re-plans when the spec or the pods change and on the followup probe, every
   `probing.rebalance.interval.ms` = 10 minutes (no catch-up trigger). The warmup cap and acceptable recovery
   lag come from the scenario, whose defaults are Kafka's (2 and 10,000), so that a comparison isolates the
   trigger.

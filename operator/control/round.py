@@ -4,10 +4,11 @@ to do and the next memory.
 The reconciler observes (the spec, the pods listed from the API server, the nodes' zones, every pod's
 metrics, Kafka's facts, the publication in force, the clock), calls `step`, carries the decisions out (pod
 actions, the next generation) and reports them (Events, journal, metrics, status). `smoothscale explain`
-builds the planner's input with `planner_snapshot`, the function the step plans with, and the simulator's
-operator decides its pod set and its generations with `decide_pod_set` and the hand-over's
-`HandOverWait.next`, the functions the step calls. The planner is injected: the operator runs the step in a
-thread (planning is CPU work), the simulator and the tests inline.
+and the simulator are adapters that call the same `step` (explain on a fresh memory, the simulator every
+simulated round, with `poll` between rounds). The planner is injected: the operator runs the step in a
+thread (planning is CPU work), the simulator and the tests inline. `RoundConfig` holds the operator's
+settings and what the simulator's baselines switch off (the catch-up trigger, the probe, what a generation
+aims at); the operator runs with its defaults.
 
 The memory (`RoundMemory`) is one immutable value: a cache or a debounce only. The publication lives in the
 ConfigMap (the reconciler re-reads it), leaving times in the pods' annotations, and a restarted operator
