@@ -133,7 +133,7 @@ class Scrape:
 
     def listed_pods(self) -> list[PodReport]:
         return [
-            PodReport(pod, "zone-a", 1, None, -1 if generation is None else generation, 0, ready=ready)
+            PodReport(pod, "zone-a", None, -1 if generation is None else generation, 0, ready=ready)
             for pod in self.samples
             for generation in [self.generation(pod)]
             for ready in [generation is not None]

@@ -90,7 +90,6 @@ class _Observed:
         return PodReport(
             p.name,
             self.cluster.zones[p.zone],
-            p.spec.capacity,
             p.leaving_since,
             p.applied_generation,
             p.incarnation,

@@ -61,7 +61,6 @@ class PodReport:
 
     name: str
     zone: str
-    capacity: int
     leaving_since: float | None  # simulation seconds
     acked: int  # the generation the pod reports as fully applied (-1: none yet)
     incarnation: int  # unique, renewed by every crash: the pod object is a new one (its uid)

@@ -49,7 +49,12 @@ class PodSpec(ScenarioModel):
         20_000, gt=0, description="input records per second the pod processes, shared by its active tasks"
     )
     persistent_volume: bool = Field(True, description="state survives a restart (PVC) or is lost")
-    capacity: int = Field(1, ge=1, description="processing threads: the planner balances load per unit")
+    capacity: int = Field(
+        1,
+        ge=1,
+        description="processing threads, the unit of the figures' per-pod load; the operator plans every pod "
+        "as one unit (it knows no pod's capacity)",
+    )
 
 
 class PodsSpec(PodSpec):

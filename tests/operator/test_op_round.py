@@ -310,7 +310,6 @@ class Replay:
             PodReport(
                 pod.name,
                 pod.zone,
-                1,
                 None if pod.leaving_since is None else (pod.leaving_since - EPOCH).total_seconds(),
                 self._acked(pod.name),
                 hash(pod.uid),
