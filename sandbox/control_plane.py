@@ -210,8 +210,8 @@ class ControlPlane:
         admin = ca.client(ADMIN_USER, ("system:masters",))
         controller_manager = ca.client("system:kube-controller-manager", ("system:masters",))
         accounts = pki.service_account_keys(pki_dir)
-        etcd_url = f"http://{HOST}:{_free_port()}"
-        url = f"https://{HOST}:{_free_port()}"
+        etcd_url = f"http://{HOST}:{free_port()}"
+        url = f"https://{HOST}:{free_port()}"
         admin_kubeconfig = self._kubeconfig("admin", url, ca.certificate, admin, ADMIN_USER)
         running = RunningControlPlane(
             url=url,
@@ -254,7 +254,7 @@ class ControlPlane:
     # -- the components' command lines -------------------------------------------------------------------
 
     def _etcd_args(self, client_url: str) -> list[str]:
-        peer_url = f"http://{HOST}:{_free_port()}"
+        peer_url = f"http://{HOST}:{free_port()}"
         return [
             "--name=smoothscale",
             f"--data-dir={self.root / 'etcd'}",
@@ -312,7 +312,7 @@ class ControlPlane:
     def _start(self, cleanup: contextlib.ExitStack, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         with (self.logs / f"{name}.log").open("ab") as log:
             process = subprocess.Popen(
-                [*_die_with_parent(), self.binaries[name], *args],
+                [*die_with_parent(), self.binaries[name], *args],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -322,17 +322,7 @@ class ControlPlane:
         return process
 
     def _terminate(self, process: subprocess.Popen[bytes]) -> None:
-        """SIGTERM to the process group, SIGKILL after `stop_timeout`; returns once the process is gone."""
-        if process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=self._stop_timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        terminate_group(process, self._stop_timeout)
 
     def _wait(self, process: subprocess.Popen[bytes], name: str, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + self._startup_timeout
@@ -350,7 +340,21 @@ class ControlPlane:
         return "\n".join(text[-lines:])
 
 
-def _die_with_parent() -> list[str]:
+def terminate_group(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM to the process's group, SIGKILL after `timeout` seconds; returns once the process is gone."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def die_with_parent() -> list[str]:
     """A command prefix asking Linux to SIGKILL the child when the thread that started it ends: only from the
     main thread (another thread may end long before the process), and only where util-linux is."""
     setpriv = shutil.which("setpriv")
@@ -359,7 +363,7 @@ def _die_with_parent() -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((HOST, 0))
         port: int = probe.getsockname()[1]

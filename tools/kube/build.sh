@@ -3,6 +3,7 @@
 # cache keyed by the pinned Kubernetes release (~/.cache/smoothscale/kube-<release>/bin, or
 # $SMOOTHSCALE_KUBE_CACHE). Already-built binaries are kept: a warm machine rebuilds nothing. Go's own module
 # and build caches make a rebuild after a version change cheap too. Prints the folder on its last line.
+# Arguments name other commands of the module to build instead (tools/node/build.sh builds the kubelet).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,6 +11,7 @@ release=$(awk '$1 == "k8s.io/kubernetes" {print $2}' go.mod)
 etcd_release=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2}' go.mod)
 out="${SMOOTHSCALE_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/smoothscale/kube-$release-etcd-$etcd_release}/bin"
 commands=(etcd kube-apiserver kube-controller-manager kubectl)
+if (($#)); then commands=("$@"); fi
 
 missing=()
 for command in "${commands[@]}"; do

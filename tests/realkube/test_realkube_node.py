@@ -1,0 +1,121 @@
+"""A real node: containerd 2.x with runc and the CNI bridge, and a kubelet registered with the control plane
+under a zone label, run a pod of the locally built operator image (`imagePullPolicy: Never`) until the
+kubelet's own readiness probe passes, and leave nothing running when stopped (docs/real-node.md).
+
+The node's binaries take about 20 minutes to build cold (`bash tools/node/build.sh`), more than CI's budget
+allows: without them (or without root, which runc and the bridge need) the test is skipped and says how to
+enable it; once built, it runs (the build script returns at once on a warm machine).
+"""
+
+from __future__ import annotations
+
+import glob
+import ipaddress
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import kubernetes
+import pytest
+from realkube_kit import ROOT, built_binaries, wait_for
+
+from smoothscale.sandbox.control_plane import CONTROLLERS, Binaries, ControlPlane, RunningControlPlane
+from smoothscale.sandbox.real_node import NAMES, ZONE_LABEL, NodeBinaries, RealNode, RunningNode
+
+pytestmark = pytest.mark.slow
+
+NODE_BUILD = ROOT / "tools" / "node" / "build.sh"
+NODE_IMAGES = ROOT / "tools" / "node" / "images.sh"
+SUBNET = "10.244.27.0/24"
+# Pods mount their ServiceAccount's token with the cluster's CA, which this controller publishes.
+NODE_CONTROLLERS = (*CONTROLLERS, "root-ca-certificate-publisher-controller")
+
+
+def _run(script: Path) -> list[str]:
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{script} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout.strip().splitlines()
+
+
+def _node_binaries() -> NodeBinaries:
+    if os.geteuid() != 0:
+        pytest.skip("a real node needs root (runc, network namespaces, the CNI bridge)")
+    cache = os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+    folders = glob.glob(f"{cache}/smoothscale/node-*/bin")
+    built = [f for f in folders if all(Path(f, name).exists() for name in NAMES)]
+    if not built and "SMOOTHSCALE_NODE_CACHE" not in os.environ:
+        pytest.skip(f"no real node built: run `bash {NODE_BUILD.relative_to(ROOT)}` once (~20 min cold)")
+    return NodeBinaries.from_folder(_run(NODE_BUILD)[-1])
+
+
+@pytest.fixture(scope="module")
+def node_cluster(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[RunningControlPlane, RunningNode]]:
+    binaries = _node_binaries()
+    image, sandbox_image, archive = _run(NODE_IMAGES)[-3:]
+    root = tmp_path_factory.mktemp("node-control-plane")
+    node_root = Path(tempfile.mkdtemp(prefix="ssnode-"))  # short: containerd's socket lives there
+    with (
+        ControlPlane(root, Binaries.from_folder(built_binaries()), controllers=NODE_CONTROLLERS) as cp,
+        RealNode(
+            node_root,
+            binaries,
+            cp,
+            name="real-zone-a",
+            zone="zone-a",
+            images=Path(archive),
+            sandbox_image=sandbox_image,
+            pod_subnet=SUBNET,
+        ) as node,
+    ):
+        cp.root.joinpath("operator-image").write_text(image)
+        yield cp, node
+    pgrep = subprocess.run(["pgrep", "-f", str(node_root)], capture_output=True, text=True, check=False)
+    leftovers = pgrep.stdout.split()
+    assert not leftovers, f"processes of the node still running after it stopped: {leftovers}"
+
+
+def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(
+    node_cluster: tuple[RunningControlPlane, RunningNode],
+) -> None:
+    cp, node = node_cluster
+    image = cp.root.joinpath("operator-image").read_text()
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "hello", "namespace": "default"},
+        "spec": {
+            "nodeName": node.name,  # no scheduler runs: the pod is bound as the scheduler would bind it
+            "containers": [
+                {
+                    "name": "hello",
+                    "image": image,
+                    "imagePullPolicy": "Never",
+                    "command": ["python", "-m", "http.server", "8080", "--directory", "/opt/smoothscale"],
+                    "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+                    "securityContext": {"runAsNonRoot": True, "allowPrivilegeEscalation": False},
+                }
+            ],
+        },
+    }
+    with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
+        core = kubernetes.client.CoreV1Api(api)
+        labels = core.read_node(node.name).metadata.labels
+        assert labels[ZONE_LABEL] == "zone-a"
+        core.create_namespaced_pod("default", pod)
+
+        def ready() -> kubernetes.client.V1Pod | None:
+            found = core.read_namespaced_pod("hello", "default")
+            conditions = found.status.conditions or []
+            return found if any(c.type == "Ready" and c.status == "True" for c in conditions) else None
+
+        running = wait_for(ready, timeout=180, what="the pod Ready (the kubelet's httpGet probe passing)")
+    assert ipaddress.ip_address(running.status.pod_ip) in ipaddress.ip_network(SUBNET)
+    status = running.status.container_statuses[0]
+    assert status.ready and status.restart_count == 0 and status.state.running is not None
+    assert status.image_id, "the kubelet reports the image the container runs"
+    assert len(node.tasks()) == 2, "containerd runs the pod's sandbox and its container"
