@@ -160,7 +160,7 @@ class RealNode:
             self._wait(containerd, "containerd", self.socket.exists)
             running.ctr("images", "import", str(self.images))
             kubelet = self._start(cleanup, "kubelet", self._kubelet_args())
-            cleanup.callback(self._delete_pods, running)
+            cleanup.callback(self._delete_pods)
             self._wait(kubelet, "kubelet", self._node_ready)
             self._cleanup = cleanup.pop_all()  # started: stop() unwinds it
         return running
@@ -278,17 +278,16 @@ state = "{self.root / "state"}"
         conditions = node.status.conditions or [] if node.status is not None else []
         return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
-    def _delete_pods(self, running: RunningNode) -> None:
+    def _delete_pods(self) -> None:
         """Delete every pod bound to the node at once and wait until the kubelet has stopped their containers
         and torn down their networks (its own way out), or `stop_timeout`; what remains is killed later."""
         with kubernetes.config.new_client_from_config(config_file=str(self.control_plane.kubeconfig)) as api:
             core = kubernetes.client.CoreV1Api(api)
             selector = f"spec.nodeName={self.name}"
             for pod in core.list_pod_for_all_namespaces(field_selector=selector).items:
+                meta = pod.metadata or kubernetes.client.V1ObjectMeta()
                 with contextlib.suppress(kubernetes.client.ApiException):
-                    core.delete_namespaced_pod(
-                        pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
-                    )
+                    core.delete_namespaced_pod(str(meta.name), str(meta.namespace), grace_period_seconds=0)
             deadline = time.monotonic() + self._stop_timeout
             while time.monotonic() < deadline:
                 if not core.list_pod_for_all_namespaces(field_selector=selector).items:
