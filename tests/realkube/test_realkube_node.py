@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import ipaddress
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -54,11 +55,20 @@ def _node_binaries() -> NodeBinaries:
 @pytest.fixture(scope="module")
 def node_cluster(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[RunningControlPlane, RunningNode]]:
+) -> Iterator[tuple[RunningControlPlane, RunningNode, str]]:
     binaries = _node_binaries()
     image, sandbox_image, archive = _run(NODE_IMAGES)[-3:]
     root = tmp_path_factory.mktemp("node-control-plane")
     node_root = Path(tempfile.mkdtemp(prefix="ssnode-"))  # short: containerd's socket lives there
+    try:
+        yield from _started(root, node_root, binaries, image, sandbox_image, Path(archive))
+    finally:
+        shutil.rmtree(node_root, ignore_errors=True)  # containerd's unpacked images: hundreds of MB
+
+
+def _started(
+    root: Path, node_root: Path, binaries: NodeBinaries, image: str, sandbox_image: str, archive: Path
+) -> Iterator[tuple[RunningControlPlane, RunningNode, str]]:
     with (
         ControlPlane(root, Binaries.from_folder(built_binaries()), controllers=NODE_CONTROLLERS) as cp,
         RealNode(
@@ -67,23 +77,21 @@ def node_cluster(
             cp,
             name="real-zone-a",
             zone="zone-a",
-            images=Path(archive),
+            images=archive,
             sandbox_image=sandbox_image,
             pod_subnet=SUBNET,
         ) as node,
     ):
-        cp.root.joinpath("operator-image").write_text(image)
-        yield cp, node
+        yield cp, node, image
     pgrep = subprocess.run(["pgrep", "-f", str(node_root)], capture_output=True, text=True, check=False)
     leftovers = pgrep.stdout.split()
     assert not leftovers, f"processes of the node still running after it stopped: {leftovers}"
 
 
 def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(
-    node_cluster: tuple[RunningControlPlane, RunningNode],
+    node_cluster: tuple[RunningControlPlane, RunningNode, str],
 ) -> None:
-    cp, node = node_cluster
-    image = cp.root.joinpath("operator-image").read_text()
+    cp, node, image = node_cluster
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
