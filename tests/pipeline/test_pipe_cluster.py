@@ -138,9 +138,9 @@ def test_analyze_and_sweep_on_the_cluster_give_the_local_tables(
         name: subprocess.Popen(
             [sys.executable, "-m", "smoothscale.cli", *args, "--out", str(tmp_path / name), "--master", url],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        )
         for name, args in commands.items()
-    }
+    }  # fmt: skip
     try:
         analyze(spark, AnalyzeInputs(journals=[], logs=[str(p) for p in LOGS], out=tmp_path / "local"))
         sweep(spark, load_grid(grid), tmp_path / "local")
@@ -160,7 +160,8 @@ def test_analyze_and_sweep_on_the_cluster_give_the_local_tables(
     kinds = {row[1] for row in rows(spark, tmp_path / "analyze" / "tables" / "diagnoses")}
     assert kinds == {"commit-failed", "heartbeat-expiration"}, kinds
     # The time each simulation took differs from run to run.
-    timing = [c for c in spark.read.parquet(str(tmp_path / "local" / "tables" / "sweep")).columns if "wall" in c]
+    local_sweep = tmp_path / "local" / "tables" / "sweep"
+    timing = [c for c in spark.read.parquet(str(local_sweep)).columns if "wall" in c]
     on_cluster = rows(spark, tmp_path / "sweep" / "tables" / "sweep", *timing)
     assert len(on_cluster) == 4
-    assert on_cluster == rows(spark, tmp_path / "local" / "tables" / "sweep", *timing)
+    assert on_cluster == rows(spark, local_sweep, *timing)
