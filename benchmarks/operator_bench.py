@@ -17,6 +17,7 @@ last line is one JSON object of figures.
 
     python benchmarks/operator_bench.py            # everything (a few minutes)
     python benchmarks/operator_bench.py --quick    # fewer repeats, 20 apps
+    python benchmarks/operator_bench.py --steady-only   # the steady state alone
 """
 
 from __future__ import annotations
@@ -295,11 +296,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="3 scale-ups, 20 apps, a 15 s window")
+    parser.add_argument("--steady-only", action="store_true", help="only measurement 3, the steady state")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="operator-bench-") as tmp:
         log = Path(tmp) / "operator.log"
-        figures = reactions(3 if args.quick else 7, log)
+        figures = {} if args.steady_only else reactions(3 if args.quick else 7, log)
         print(f"reactions: {figures}", flush=True)
         steady = steady_state(20 if args.quick else 100, 15.0 if args.quick else 30.0, log)
         print(f"steady state: {steady}", flush=True)
