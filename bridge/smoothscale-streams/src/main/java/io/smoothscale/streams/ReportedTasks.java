@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.regex.Pattern;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
@@ -22,7 +23,19 @@ import org.apache.kafka.streams.errors.TaskIdFormatException;
  *   <li>an active task registers {@code active-process-ratio} and {@code restore-remaining-records-total}
  *       ({@code stream-task-metrics}, tags {@code thread-id}, {@code task-id}) when it is created, a standby
  *       {@code update-total}; both are removed when the task is closed or recycled. (Kafka registers a metric
- *       whatever its recording level; the level decides only whether it is updated.)</li>
+ *       whatever its recording level; the level decides only whether it is updated.) Two cases break that
+ *       rule, and {@link #roles} reads the roles so that neither misleads:
+ *       <ul>
+ *         <li>a task found corrupted (under exactly-once, a task restarted with its volume but without a
+ *             checkpoint) is closed dirty, which removes its task metrics, and revived as the same object,
+ *             which does not register them again: it keeps running with no marker. Its stores, initialised
+ *             again, register their metrics again ({@code stream-state-metrics}, tag {@code task-id}), so a
+ *             task with store metrics and no marker keeps the role of the last marker it registered;</li>
+ *         <li>the standbys Kafka Streams makes at start-up for the state it finds on disk are created by the
+ *             thread that constructs {@code KafkaStreams}, and closed or recycled by a stream thread, which
+ *             removes task metrics under its own thread's name: their {@code update-total} stays behind. A
+ *             standby marker counts only while the task has store metrics (a standby always has stores).</li>
+ *       </ul></li>
  *   <li>a standby's lag: the restore consumer's {@code records-lag} ({@code consumer-fetch-manager-metrics},
  *       tags {@code topic}, {@code partition}) of each of the task's changelog partitions
  *       {@code <application.id>-<store>-changelog}, {@code p}; until its first fetch, the changelog's end
@@ -36,6 +49,7 @@ final class ReportedTasks {
     static final String CLIENT_GROUP = "stream-metrics";
     static final String TASK_GROUP = "stream-task-metrics";
     static final String FETCH_GROUP = "consumer-fetch-manager-metrics";
+    static final String STORE_GROUP = "stream-state-metrics";
     static final String STATE = "state";
     static final String TOPOLOGY = "topology-description";
     static final String ACTIVE_MARKER = "active-process-ratio";
@@ -43,12 +57,13 @@ final class ReportedTasks {
     static final String RESTORE_REMAINING = "restore-remaining-records-total";
     static final String RECORDS_LAG = "records-lag";
     static final String RUNNING = "RUNNING";
+    private static final Pattern STREAM_THREAD = Pattern.compile(".+-StreamThread-\\d+");
 
     private ReportedTasks() {}
 
     /** The metrics a reporter keeps: these groups of the Streams registry, the consumers' per-partition lag. */
     static boolean wanted(MetricName name) {
-        return name.group().equals(CLIENT_GROUP) || name.group().equals(TASK_GROUP)
+        return name.group().equals(CLIENT_GROUP) || name.group().equals(TASK_GROUP) || name.group().equals(STORE_GROUP)
             || name.group().equals(FETCH_GROUP) && name.name().equals(RECORDS_LAG) && name.tags().containsKey("partition");
     }
 
@@ -69,25 +84,63 @@ final class ReportedTasks {
         return Optional.empty();
     }
 
-    /** The metrics {@link #running} reads: the client's state and the tasks' markers. */
+    /** The metrics {@link #running} reads: the client's state, the tasks' markers and their stores' metrics. */
     static boolean runningInput(MetricName name) {
-        return name.group().equals(CLIENT_GROUP) && name.name().equals(STATE)
-            || name.group().equals(TASK_GROUP) && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER));
+        return name.group().equals(CLIENT_GROUP) && name.name().equals(STATE) || isMarker(name)
+            || name.group().equals(STORE_GROUP);
     }
 
-    /** The tasks the client runs; empty unless it is RUNNING. */
-    static Optional<RunningTasks> running(Map<MetricName, Object> values) {
+    /** Whether {@code name} is a task's role marker: {@code active-process-ratio} or {@code update-total}. */
+    static boolean isMarker(MetricName name) {
+        return name.group().equals(TASK_GROUP) && name.tags().containsKey("task-id")
+            && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER));
+    }
+
+    /**
+     * The tasks the client runs; empty unless it is RUNNING. {@code lastRoles}: each task's role as the last
+     * marker it registered gave it (true: active), see {@link #roles}.
+     */
+    static Optional<RunningTasks> running(Map<MetricName, Object> values, Map<String, Boolean> lastRoles) {
         if (!clientState(values).map(RUNNING::equals).orElse(false)) {
             return Optional.empty();
         }
-        return Optional.of(new RunningTasks(tasksWith(values, ACTIVE_MARKER), tasksWith(values, STANDBY_MARKER)));
+        Map<String, Boolean> roles = roles(values, lastRoles);
+        return Optional.of(new RunningTasks(withRole(roles, true), withRole(roles, false)));
     }
 
-    private static Set<String> tasksWith(Map<MetricName, Object> values, String marker) {
-        Set<String> tasks = new HashSet<>();
+    /**
+     * Each task the client holds, true when it is active: a task with an active marker is active; a task with
+     * store metrics is held, in the role of the last marker it registered, else as a standby if it has a
+     * standby marker (a task revived after corruption has no marker left).
+     */
+    static Map<String, Boolean> roles(Map<MetricName, Object> values, Map<String, Boolean> lastRoles) {
+        Set<String> standby = new HashSet<>();
+        Set<String> withStores = new HashSet<>();
+        Map<String, Boolean> roles = new TreeMap<>();
         values.keySet().forEach(name -> {
-            if (name.group().equals(TASK_GROUP) && name.name().equals(marker) && name.tags().containsKey("task-id")) {
-                tasks.add(name.tags().get("task-id"));
+            String task = name.tags().get("task-id");
+            if (name.group().equals(STORE_GROUP) && task != null) {
+                withStores.add(task);
+            } else if (isMarker(name) && name.name().equals(ACTIVE_MARKER)) {
+                roles.put(task, true);
+            } else if (isMarker(name)) {
+                standby.add(task);
+            }
+        });
+        for (String task : withStores) {
+            Boolean last = lastRoles.get(task);
+            if (!roles.containsKey(task) && (last != null || standby.contains(task))) {
+                roles.put(task, last != null && last);
+            }
+        }
+        return roles;
+    }
+
+    private static Set<String> withRole(Map<String, Boolean> roles, boolean active) {
+        Set<String> tasks = new HashSet<>();
+        roles.forEach((task, isActive) -> {
+            if (isActive == active) {
+                tasks.add(task);
             }
         });
         return tasks;
@@ -97,8 +150,8 @@ final class ReportedTasks {
      * Lag and changelog end of every task with state the client holds (active or standby, summed over the
      * task's stores), given the subtopology of each store and the changelogs' end offsets.
      */
-    static Map<String, TaskStates.TaskState> taskStates(Map<MetricName, Object> values, String applicationId,
-                                                        Map<String, Integer> subtopologyOfStore,
+    static Map<String, TaskStates.TaskState> taskStates(Map<MetricName, Object> values, Map<String, Boolean> lastRoles,
+                                                        String applicationId, Map<String, Integer> subtopologyOfStore,
                                                         Map<TopicPartition, Long> endOffsets) {
         boolean running = clientState(values).map(RUNNING::equals).orElse(false);
         Map<TopicPartition, Long> fetchLags = new HashMap<>();
@@ -118,10 +171,9 @@ final class ReportedTasks {
             }
         });
         Map<String, TaskStates.TaskState> states = new TreeMap<>();
-        Set<String> active = tasksWith(values, ACTIVE_MARKER);
-        Set<String> held = new HashSet<>(active);
-        held.addAll(tasksWith(values, STANDBY_MARKER));
-        for (String task : held) {
+        Map<String, Boolean> roles = roles(values, lastRoles);
+        Set<String> active = withRole(roles, true);
+        for (String task : roles.keySet()) {
             Set<TopicPartition> changelogs = changelogPartitions(task, applicationId, subtopologyOfStore);
             if (changelogs.isEmpty()) {
                 continue;  // a stateless task (or one whose stores keep no changelog)
