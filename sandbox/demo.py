@@ -23,6 +23,8 @@ from .observe import GroupView, PodView, Snapshot, processing_intervals, settle
 from .records import handovers, longest_gaps
 
 APP = "orders"
+NO_PUBLICATION = "no_publication"
+"""The bridge's fallback reason when nothing is published (`FallbackReason`)."""
 NAMESPACE = "default"
 PARTITIONS = 6
 """Per subtopology: 12 tasks, 6 of them stateful."""
@@ -97,6 +99,10 @@ class StepResult:
     violations: list[str] = field(default_factory=list)
     fallbacks: dict[str, int] = field(default_factory=dict)
     """The bridge's fallbacks counted during the step, by reason (Kafka Streams pods)."""
+    before_first_plan: int = 0
+    """Rebalances led with nothing published yet (`no_publication`) while the app was being created: the
+    operator plans once a pod has reported the topology, so these precede any plan and are no fallback from
+    one."""
     plan_matches_kafka: bool | None = None
     """At the step's end, whether Kafka's view of the group was the published plan (None: not read)."""
     balanced: bool | None = None
@@ -114,6 +120,7 @@ class _Step:
     act: Callable[[], Any]
     done: Callable[[Snapshot], bool] = lambda _: True
     gap_checked: bool = True
+    creates: bool = False
 
 
 class Walkthrough:
@@ -189,6 +196,7 @@ class Walkthrough:
                 "apply the StreamsApp: 3 pods over 3 zones",
                 lambda: sandbox.apply(self._app),
                 gap_checked=False,
+                creates=True,
             ),
             _Step("scale-out", "3 -> 6 pods: warmups restore first, then tasks move", scale(6)),
             _Step("scale-in", "6 -> 3 pods: leaving pods hand their tasks back first", scale(3)),
@@ -208,7 +216,7 @@ class Walkthrough:
             result.first_generation = result.first_generation or snapshot.generation
             result.last_generation = snapshot.generation
             result.max_warmups = max(result.max_warmups, snapshot.warmups)
-            self._count_fallbacks(snapshot, result.fallbacks)
+            self._count_fallbacks(snapshot, result, creating=step.creates)
 
         settled = settle(
             self.sandbox,
@@ -226,16 +234,18 @@ class Walkthrough:
         result.balanced = not invariants.imbalance(self.sandbox.publication(APP), zone_of)
         return None if settled is None else settled.at
 
-    def _count_fallbacks(self, snapshot: Snapshot, counted: dict[str, int]) -> None:
+    def _count_fallbacks(self, snapshot: Snapshot, result: StepResult, *, creating: bool) -> None:
         """Add what each pod's counters rose by since the last snapshot (a counter lower than before is a
         new process of the pod, which counted from 0; a pod seen for the first time too)."""
         for pod in snapshot.pods:
             for reason, value in pod.fallbacks.items():
                 before = self._fallbacks_seen.get((pod.name, reason), 0)
                 rise = value - before if value >= before else value
-                if rise:
-                    counted[reason] = counted.get(reason, 0) + rise
                 self._fallbacks_seen[pod.name, reason] = value
+                if creating and reason == NO_PUBLICATION:
+                    result.before_first_plan += rise
+                elif rise:
+                    result.fallbacks[reason] = result.fallbacks.get(reason, 0) + rise
 
     def _check(self, results: list[StepResult], gap_checked: Sequence[_Step]) -> None:
         tasks = list(self.timeline[-1].tasks) if self.timeline and self.timeline[-1].tasks else demo_tasks()

@@ -4,11 +4,12 @@ Roles come from the published assignment, lags, acknowledged generations and the
 each pod's own metrics endpoint (the same `http://<podIP>:<port><path>` the operator scrapes), the app's
 state from its status, and, for Kafka Streams apps, Kafka's own view of the group (`group_view`).
 
-A task is *processing* on a pod when the plan makes it active there, the pod reports it restored (an
-active task's lag is 0 once it processes: Kafka Streams reports a running active task at its changelog's
-end, the sample worker too) and, where Kafka's view is read, Kafka gives its partitions to that pod. An
-app has settled only when every task is processing on its planned owner: a pod that acknowledged its
-generation may still be restoring what it was given.
+A task is *processing* on a pod when the pod has it active and reports it restored (an active task's lag
+is 0 once it processes: Kafka Streams reports a running active task at its changelog's end, the sample
+worker too). Who has it active is Kafka's view of the group where it is read (a task the plan moved stays
+with its old owner until Kafka revokes it), else the plan (a task being revoked with its old owner). An app
+has settled only when every task is processing on its planned owner: a pod that acknowledged its generation
+may still be restoring what it was given.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.contract import names as contract
-from smoothscale.contract.publication import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .group_view import app_tasks
 from .harness import Sandbox
@@ -44,10 +45,12 @@ class PodView:
     """Offsets behind, summed over the tasks the pod holds (active, standby, warmup)."""
     generation: int | None
     """The generation the pod reports as applied; None when its metrics cannot be read."""
-    restoring: frozenset[str] = frozenset()
-    """Its planned active tasks it reports behind their changelog (restoring, not processing yet)."""
+    behind: frozenset[str] = frozenset()
+    """The tasks it reports behind their changelog (an active one is restoring, not processing yet)."""
     fallbacks: Mapping[str, int] = field(default_factory=dict)
     """The bridge's fallbacks this pod's process counted, by reason (Kafka Streams pods)."""
+    scraped: bool = True
+    """Whether its metrics could be read."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class Snapshot:
     migrating: bool
     next_probe: str | None
     planned: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    """The published active tasks of each pod."""
+    """The published active tasks of each pod, a task being revoked (and active nowhere) its old owner's."""
     kafka_view: Mapping[str, frozenset[str]] | None = None
     """Kafka's view of the group (active tasks per pod) when read; None when not read or unreadable."""
     kafka_read: bool = False
@@ -82,24 +85,19 @@ class Snapshot:
 
     @property
     def processing(self) -> dict[str, str]:
-        """Each task processing on its planned owner (see the module's docstring), with that owner."""
+        """Each task processing somewhere (see the module's docstring), with the pod processing it."""
         pods = {pod.name: pod for pod in self.pods}
+        owners = self.planned if not self.kafka_read else (self.kafka_view or {})
         found: dict[str, str] = {}
-        for name, tasks in self.planned.items():
+        for name, tasks in owners.items():
             pod = pods.get(name)
-            if pod is None or pod.generation is None:
-                continue  # gone, or its metrics unreadable: nothing is known of what it runs
-            for task in tasks - pod.restoring:
-                if not self.kafka_read or (
-                    self.kafka_view is not None and task in self.kafka_view.get(name, ())
-                ):
-                    found[task] = name
+            if pod is not None and pod.scraped:  # else nothing is known of what it runs
+                found.update(dict.fromkeys(tasks - pod.behind, name))
         return found
 
     @property
-    def fallbacks(self) -> dict[str, int]:
-        """Per pod, the fallbacks its process counted so far, over every reason."""
-        return {pod.name: sum(pod.fallbacks.values()) for pod in self.pods if pod.fallbacks}
+    def planned_owner(self) -> dict[str, str]:
+        return {task: pod for pod, tasks in self.planned.items() for task in tasks}
 
     @property
     def warmups(self) -> int:
@@ -122,7 +120,7 @@ class Snapshot:
             and not any(pod.leaving for pod in self.pods)
             and all(pod.generation == self.generation for pod in self.pods)
             and self.plan_matches_kafka is not False
-            and set(self.processing) == {task for tasks in self.planned.values() for task in tasks}
+            and self.processing == self.planned_owner
             and set(self.tasks) <= set(self.processing)
         )
 
@@ -147,7 +145,7 @@ def observe(sandbox: Sandbox, app: str, step: str, group_view: GroupView | None 
         name = pod["metadata"]["name"]
         roles = assignment.get(name, ClientAssignment())
         held = {*roles.active, *roles.standby, *roles.warmup}
-        lags, generation, fallbacks = _scrape(pod, port, path)
+        scraped, lags, generation, fallbacks = _scrape(pod, port, path)
         views.append(
             PodView(
                 name=name,
@@ -161,8 +159,9 @@ def observe(sandbox: Sandbox, app: str, step: str, group_view: GroupView | None 
                 warmup=len(roles.warmup),
                 lag=sum(lag for task, lag in lags.items() if task in held),
                 generation=generation,
-                restoring=frozenset(task for task in roles.active if lags.get(task, 0) > 0),
+                behind=frozenset(task for task, lag in lags.items() if lag > 0),
                 fallbacks=fallbacks,
+                scraped=scraped,
             )
         )
     view = None if group_view is None else group_view(body)
@@ -177,11 +176,23 @@ def observe(sandbox: Sandbox, app: str, step: str, group_view: GroupView | None 
         stable=conditions.get("Stable") == "True",
         migrating=conditions.get("Migrating") == "True",
         next_probe=(status.get("probing") or {}).get("nextProbeTime"),
-        planned={pod: frozenset(roles.active) for pod, roles in assignment.items()},
+        planned=_planned(publication),
         kafka_view=None if view is None else {pod: frozenset(tasks) for pod, tasks in view.items()},
         kafka_read=group_view is not None,
         tasks=tuple(app_tasks(body)),
     )
+
+
+def _planned(publication: Publication | None) -> dict[str, frozenset[str]]:
+    if publication is None:
+        return {}
+    owners = publication.active_owner()
+    for task, revocation in publication.revoking.items():
+        owners.setdefault(task, revocation.owner)
+    planned: dict[str, set[str]] = {pod: set() for pod in publication.assignment}
+    for task, pod in owners.items():
+        planned.setdefault(pod, set()).add(task)
+    return {pod: frozenset(tasks) for pod, tasks in planned.items()}
 
 
 def _nonempty(view: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
@@ -199,16 +210,19 @@ def _ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _scrape(pod: dict[str, Any], port: int, path: str) -> tuple[dict[str, int], int | None, dict[str, int]]:
-    """Per task lag, the generation applied, the bridge's fallbacks by reason."""
+def _scrape(
+    pod: dict[str, Any], port: int, path: str
+) -> tuple[bool, dict[str, int], int | None, dict[str, int]]:
+    """Whether the metrics were read; per task lag, the generation applied, the bridge's fallbacks by
+    reason."""
     ip = (pod.get("status") or {}).get("podIP")
     if not ip:
-        return {}, None, {}
+        return False, {}, None, {}
     try:
         with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=1.0) as response:
             text = response.read().decode()
     except OSError:
-        return {}, None, {}
+        return False, {}, None, {}
     lags: dict[str, int] = {}
     generation: int | None = None
     fallbacks: dict[str, int] = {}
@@ -220,7 +234,7 @@ def _scrape(pod: dict[str, Any], port: int, path: str) -> tuple[dict[str, int], 
                 generation = int(sample.value)
             elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
                 fallbacks[sample.labels.get("reason", "")] = int(sample.value)
-    return lags, generation, fallbacks
+    return True, lags, generation, fallbacks
 
 
 def settle(

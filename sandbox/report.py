@@ -38,6 +38,12 @@ def summary_table(results: Sequence[StepResult]) -> str:
                 f" {_yes(result.balanced):>10}"
             )
         lines.append(line)
+    lines += [
+        f"{result.name}: {result.before_first_plan} rebalance(s) led before the operator's first plan "
+        "(no_publication: it plans once a pod has reported the topology), not counted as fallbacks"
+        for result in results
+        if result.before_first_plan
+    ]
     return "\n".join(lines)
 
 
@@ -57,6 +63,7 @@ def step_figures(result: StepResult) -> dict[str, Any]:
         "handover_max_s": round(max(moved), 2) if moved else None,
         "fallbacks": sum(result.fallbacks.values()),
         "fallback_reasons": dict(sorted(result.fallbacks.items())),
+        "rebalances_before_first_plan": result.before_first_plan,
         "plan_matches_kafka": result.plan_matches_kafka,
         "balanced": result.balanced,
         "violations": list(result.violations),

@@ -50,7 +50,8 @@ final class ReportedTaskSource implements TaskSource {
 
     @Override
     public Optional<RunningTasks> running() {
-        return ReportedTasks.running(client.values(ReportedTasks::runningInput));
+        Map<MetricName, Object> values = client.values(ReportedTasks::runningInput);
+        return ReportedTasks.running(values, applicationId, subtopologies(values));
     }
 
     @Override

@@ -69,10 +69,53 @@ final class ReportedTasks {
         return Optional.empty();
     }
 
-    /** The metrics {@link #running} reads: the client's state and the tasks' markers. */
+    /**
+     * The metrics {@link #running} reads: the client's state and topology, the tasks' markers, the restore
+     * consumers' partition lags.
+     */
     static boolean runningInput(MetricName name) {
-        return name.group().equals(CLIENT_GROUP) && name.name().equals(STATE)
-            || name.group().equals(TASK_GROUP) && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER));
+        return name.group().equals(CLIENT_GROUP) && (name.name().equals(STATE) || name.name().equals(TOPOLOGY))
+            || name.group().equals(TASK_GROUP) && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER))
+            || restoreLag(name);
+    }
+
+    private static boolean restoreLag(MetricName name) {
+        return name.group().equals(FETCH_GROUP) && name.name().equals(RECORDS_LAG) && name.tags().containsKey("partition")
+            && name.tags().getOrDefault("client-id", "").endsWith("-restore-consumer");
+    }
+
+    /**
+     * The tasks the client runs (empty unless it is RUNNING): {@link #running(Map)}, plus the standbys whose
+     * markers Kafka dropped. A standby whose state Kafka Streams finds corrupted (under exactly-once, after the
+     * process was killed) is closed dirty, which removes its task-level metrics, and revived: it runs again
+     * without them (Kafka registers them once, when the task object is created). Its changelog partitions still
+     * show in the restore consumer's lags, which name it through {@code subtopologyOfStore}.
+     */
+    static Optional<RunningTasks> running(Map<MetricName, Object> values, String applicationId,
+                                          Map<String, Integer> subtopologyOfStore) {
+        return running(values).map(tasks -> {
+            Set<String> standby = new HashSet<>(tasks.standby());
+            values.keySet().forEach(name -> {
+                if (restoreLag(name)) {
+                    changelogTask(name.tags().get("topic"), name.tags().get("partition"), applicationId, subtopologyOfStore)
+                        .ifPresent(standby::add);
+                }
+            });
+            standby.removeAll(tasks.active());
+            return new RunningTasks(tasks.active(), standby);
+        });
+    }
+
+    private static Optional<String> changelogTask(String topic, String partition, String applicationId,
+                                                  Map<String, Integer> subtopologyOfStore) {
+        String prefix = applicationId + "-";
+        String suffix = "-changelog";
+        if (topic == null || !topic.startsWith(prefix) || !topic.endsWith(suffix)
+            || topic.length() <= prefix.length() + suffix.length()) {
+            return Optional.empty();
+        }
+        Integer subtopology = subtopologyOfStore.get(topic.substring(prefix.length(), topic.length() - suffix.length()));
+        return subtopology == null ? Optional.empty() : Optional.of(subtopology + "_" + partition);
     }
 
     /** The tasks the client runs; empty unless it is RUNNING. */

@@ -86,6 +86,28 @@ class ReportedTasksTest {
     }
 
     @Test
+    void aStandbyRevivedWithoutItsMetricsRunsWhileItsRestoreConsumerFetchesItsChangelogs() {
+        Map<String, Integer> stores = StoreSubtopologies.parse(topology().describe().toString());
+        Map<MetricName, Object> revived = new HashMap<>(reported("RUNNING"));
+        revived.remove(task(ReportedTasks.STANDBY_MARKER, "2_2"));  // closed dirty as corrupted, then revived
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_3"))), ReportedTasks.running(revived));
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3", "2_9"))),
+            ReportedTasks.running(revived, "orders", stores),
+            "2_2 and 2_9 from the restore consumer's lags of their changelogs; 2_0's own, if any, stay an active's");
+        revived.put(fetchLag("orders-counts-changelog", 0), 3.0);
+        revived.put(new MetricName(ReportedTasks.RECORDS_LAG, ReportedTasks.FETCH_GROUP, "", Map.of(
+            "client-id", "orders-0-StreamThread-1-consumer", "topic", "orders-latest-changelog", "partition", "5")), 1.0);
+        revived.put(fetchLag("in", 4), 1.0);
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3", "2_9"))),
+            ReportedTasks.running(revived, "orders", stores),
+            "an active restoring is no standby; the main consumer's lags and other topics name no task");
+        Map<MetricName, Object> read = new HashMap<>(revived);
+        read.keySet().removeIf(name -> !ReportedTasks.runningInput(name));
+        assertEquals(ReportedTasks.running(revived, "orders", stores), ReportedTasks.running(read, "orders", stores));
+        assertEquals(Optional.empty(), ReportedTasks.running(reported("REBALANCING"), "orders", stores));
+    }
+
+    @Test
     void standbysLagByTheirRestoreConsumersFetchesAndActivesByWhatRemainsToRestore() {
         Map<String, Integer> stores = StoreSubtopologies.parse(topology().describe().toString());
         Map<TopicPartition, Long> ends = Map.of(
