@@ -18,7 +18,15 @@ def summary_table(results: Sequence[StepResult]) -> str:
     Kafka Streams pods also the bridge's fallbacks, whether Kafka's view was the plan and whether the plan
     was balanced at the step's end."""
     kafka = any(result.plan_matches_kafka is not None for result in results)
-    header = ("settled in", "generations", "warmups", "worst gap", "moved", "hand-over p50/max", "violations")
+    header: tuple[str, ...] = (
+        "settled in",
+        "generations",
+        "warmups",
+        "worst gap",
+        "moved",
+        "hand-over p50/max",
+        "violations",
+    )
     if kafka:
         header += ("fallbacks", "kafka=plan", "balanced")
     lines = [f"{'step':<10} " + " ".join(f"{title:>{max(10, len(title))}}" for title in header)]

@@ -36,6 +36,9 @@ final class ReportedTasks {
     static final String CLIENT_GROUP = "stream-metrics";
     static final String TASK_GROUP = "stream-task-metrics";
     static final String FETCH_GROUP = "consumer-fetch-manager-metrics";
+    static final String UPDATER_GROUP = "stream-state-updater-metrics";
+    static final String STANDBYS_UPDATING = "standby-updating-tasks";
+    static final String STANDBYS_PAUSED = "standby-paused-tasks";
     static final String STATE = "state";
     static final String TOPOLOGY = "topology-description";
     static final String ACTIVE_MARKER = "active-process-ratio";
@@ -48,7 +51,7 @@ final class ReportedTasks {
 
     /** The metrics a reporter keeps: these groups of the Streams registry, the consumers' per-partition lag. */
     static boolean wanted(MetricName name) {
-        return name.group().equals(CLIENT_GROUP) || name.group().equals(TASK_GROUP)
+        return name.group().equals(CLIENT_GROUP) || name.group().equals(TASK_GROUP) || name.group().equals(UPDATER_GROUP)
             || name.group().equals(FETCH_GROUP) && name.name().equals(RECORDS_LAG) && name.tags().containsKey("partition");
     }
 
@@ -76,6 +79,7 @@ final class ReportedTasks {
     static boolean runningInput(MetricName name) {
         return name.group().equals(CLIENT_GROUP) && (name.name().equals(STATE) || name.name().equals(TOPOLOGY))
             || name.group().equals(TASK_GROUP) && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER))
+            || name.group().equals(UPDATER_GROUP) && (name.name().equals(STANDBYS_UPDATING) || name.name().equals(STANDBYS_PAUSED))
             || restoreLag(name);
     }
 
@@ -89,11 +93,24 @@ final class ReportedTasks {
      * markers Kafka dropped. A standby whose state Kafka Streams finds corrupted (under exactly-once, after the
      * process was killed) is closed dirty, which removes its task-level metrics, and revived: it runs again
      * without them (Kafka registers them once, when the task object is created). Its changelog partitions still
-     * show in the restore consumer's lags, which name it through {@code subtopologyOfStore}.
+     * show in the restore consumer's lags, which name it through {@code subtopologyOfStore}. Those lags are read
+     * only while the state updater (3.8 and later) counts more standbys than have markers: a restore consumer
+     * left with nothing to fetch is not polled again, so the lags of standbys it no longer holds stay behind.
      */
     static Optional<RunningTasks> running(Map<MetricName, Object> values, String applicationId,
                                           Map<String, Integer> subtopologyOfStore) {
         return running(values).map(tasks -> {
+            long held = 0;
+            for (Map.Entry<MetricName, Object> entry : values.entrySet()) {
+                MetricName name = entry.getKey();
+                if (name.group().equals(UPDATER_GROUP) && (name.name().equals(STANDBYS_UPDATING)
+                    || name.name().equals(STANDBYS_PAUSED)) && entry.getValue() instanceof Number count) {
+                    held += count.longValue();
+                }
+            }
+            if (held <= tasks.standby().size()) {
+                return tasks;
+            }
             Set<String> standby = new HashSet<>(tasks.standby());
             values.keySet().forEach(name -> {
                 if (restoreLag(name)) {

@@ -54,6 +54,10 @@ class ReportedTasksTest {
     }
 
     /** Actives 1_1 (stateless) and 2_0, standbys 2_2 and 2_3, as Kafka Streams 3.8 to 4.4 register them. */
+    private static MetricName updater(String name) {
+        return new MetricName(name, ReportedTasks.UPDATER_GROUP, "", Map.of("thread-id", "orders-0-StateUpdater-1"));
+    }
+
     private static Map<MetricName, Object> reported(String state) {
         Map<MetricName, Object> values = new HashMap<>();
         values.put(client(ReportedTasks.STATE), state);
@@ -91,6 +95,10 @@ class ReportedTasksTest {
         Map<MetricName, Object> revived = new HashMap<>(reported("RUNNING"));
         revived.remove(task(ReportedTasks.STANDBY_MARKER, "2_2"));  // closed dirty as corrupted, then revived
         assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_3"))), ReportedTasks.running(revived));
+        assertEquals(ReportedTasks.running(revived), ReportedTasks.running(revived, "orders", stores),
+            "no state updater counts more standbys than have markers: the restore consumer's lags may be stale");
+        revived.put(updater(ReportedTasks.STANDBYS_UPDATING), 2);
+        revived.put(updater(ReportedTasks.STANDBYS_PAUSED), 1);
         assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3", "2_9"))),
             ReportedTasks.running(revived, "orders", stores),
             "2_2 and 2_9 from the restore consumer's lags of their changelogs; 2_0's own, if any, stay an active's");
