@@ -133,7 +133,7 @@ class Scrape:
 
     def listed_pods(self) -> list[PodReport]:
         return [
-            PodReport(pod, "zone-a", 1, None, -1 if generation is None else generation, 0, ready=ready)
+            PodReport(pod, "zone-a", None, -1 if generation is None else generation, 0, ready=ready)
             for pod in self.samples
             for generation in [self.generation(pod)]
             for ready in [generation is not None]
@@ -267,7 +267,6 @@ def drive_smoothscale(
     on what the instances' metrics show, one round per `scrape_interval`, until the plan is final, fully
     published and run by every pod, and Kafka's view of the group is balanced; the generations published."""
     scrape = Scrape(app)
-    running = scrape.running_pods()
     operator = Operator(
         Smoothscale(),
         PlannerConfig(),
@@ -277,11 +276,12 @@ def drive_smoothscale(
         kafka_rebalances=True,
     )
     operator.published = first  # the pods run it: plan from it, as the operator after a restart
-    operator.adopt(plan(operator.snapshot(0, scrape, running)), first, scrape, running)
+    clients = operator.clients(operator.observe(0, scrape, SPEC))
+    operator.adopt(plan(operator.snapshot(0, clients)), first, 0, scrape, SPEC)
     while not (operator.at_rest(scrape, SPEC) and balanced(app.kafka_view(), 2 * partitions)):
         check_alive(app, started)
         now = time.monotonic() - started
-        woken = operator.wake(now, scrape, SPEC, scrape=True)
+        woken = operator.round(now, scrape, SPEC)
         if woken.publication is not None:
             app.publish(api, woken.publication)
             moved = sum(

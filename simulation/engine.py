@@ -23,7 +23,7 @@ import numpy as np
 from smoothscale.assignor.models import Task
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.operator.control.scaling import PodSetPlan
+from smoothscale.operator.control.snapshot import ClientObservation
 from smoothscale.simulation import invariants
 from smoothscale.simulation.events import FollowUp, Script
 from smoothscale.simulation.metrics import Recorder, SimulationResult
@@ -90,13 +90,13 @@ class _Observed:
         return PodReport(
             p.name,
             self.cluster.zones[p.zone],
-            p.spec.capacity,
             p.leaving_since,
             p.applied_generation,
             p.incarnation,
             p.revision,
             p.leaving_reason,
             ready=p.up and p.applied_generation >= 0,
+            created=p.created,
         )
 
     def lags(self, pod: str) -> dict[str, int]:
@@ -159,6 +159,7 @@ class Simulation:
             EPOCH,
             scenario.app,
             scaling=scenario.scaling,
+            startup_grace=scenario.operator.startup_grace_seconds,
         )
         config = self.operator.config
         self.recorder = Recorder(self.cluster, config.acceptable_recovery_lag, config.max_warmup_replicas)
@@ -211,17 +212,17 @@ class Simulation:
     def _start(self) -> None:
         """A running app: the pods the operator creates for `replicas`, each holding a balanced, stable,
         caught-up assignment, published as gen 1."""
-        scenario, cluster = self.scenario, self.cluster
-        decided = self.operator.pod_set(0.0, self.view, self.script.spec)
+        scenario, cluster, operator = self.scenario, self.cluster, self.operator
+        decided = operator.round(0.0, self.view, self.script.spec).pod_set
+        assert decided is not None  # the publication is known: the step decides the pod set
         carry_out(decided, self.script, 0.0, timeout=None, check=self.check)
         self.script.booted.clear()  # they start with generation 1, below
-        pods = self.view.running_pods()
         everything = {t.id: 0 for t in cluster.tasks.models if t.stateful}
-        snapshot = self.operator.snapshot(0.0, self.view, pods)
-        snapshot = snapshot.model_copy(
-            update={"clients": [c.model_copy(update={"lags": everything}) for c in snapshot.clients]}
-        )
-        plan = make_plan(snapshot)
+        clients = [
+            ClientObservation(p.name, p.node, None, everything, uid=p.uid)
+            for p in operator.pod_infos(self.view.listed_pods())
+        ]
+        plan = make_plan(operator.snapshot(0.0, clients))
         publication = Publication(generation=1, assignment=dict(plan.assignment))
         for pod in cluster.up():
             cluster.apply(pod, 1, plan.assignment.get(pod.name, ClientAssignment()))
@@ -231,7 +232,7 @@ class Simulation:
             copies.role == ACTIVE, 0.0, np.where(copies.role == STANDBY, standby_lag, copies.lag)
         )
         cluster.changed()
-        self.operator.adopt(plan, publication, self.view, pods)
+        operator.adopt(plan, publication, 0.0, self.view, self.script.spec)
         self._initial_owners = publication.active_owner()
         self.recorder.sample(0.0)
 
@@ -274,7 +275,7 @@ class Simulation:
     def _event(self, index: int, event: Event) -> None:
         self._scripted -= 1
         if isinstance(event, OperatorRestart):
-            self.operator.restart()
+            self.operator.restart(self.now)
         follow_ups = self.script.apply(index, event, self.now)
         self._pods_changed()
         for delay, action in follow_ups:
@@ -303,18 +304,14 @@ class Simulation:
         if scrape:
             self._next_tick = self.now + self.scenario.operator.scrape_interval_seconds
             self._at(self._next_tick, _Wake(scrape=True))
-        elif periodic:
-            self._poll_at = None
-        result = operator.wake(self.now, self.view, self.script.spec, scrape=scrape)
-        if result.pod_set is not None:
-            self._carry_out(result.pod_set)
-        if result.plan_reason is not None:
-            reasons = self.recorder.plans_by_reason
-            reasons[result.plan_reason] = reasons.get(result.plan_reason, 0) + 1
-        if result.publication is not None:
-            self._publish(result.publication)
-        if scrape:
+            self._round()
             self.recorder.sample(self.now)
+        else:
+            if periodic:
+                self._poll_at = None
+            publication = operator.poll(self.now, self.view)
+            if publication is not None:
+                self._publish(publication)
         waiting_for_acks = any(p.applied_generation < operator.published.generation for p in cluster.up())
         poll = self.now + self.scenario.operator.handover_poll_seconds
         if (operator.in_flight() or waiting_for_acks) and self._poll_at is None and poll < self._next_tick:
@@ -322,14 +319,22 @@ class Simulation:
             self._at(poll, _Wake(scrape=False))
 
     def _pods_changed(self) -> None:
-        """The app or its pods changed: the operator, woken by its watches, runs the pod-set step at once;
-        booted pods read the assignment."""
-        self._carry_out(self.operator.pod_set(self.now, self.view, self.script.spec))
+        """The app or its pods changed: the operator, woken by its watches, runs a round at once."""
+        self._round()
 
-    def _carry_out(self, decided: PodSetPlan) -> None:
-        timeout = self.operator.config.scale_down_timeout_seconds
-        carry_out(decided, self.script, self.now, timeout=timeout, check=self.check)
+    def _round(self) -> None:
+        """One round of the operator's step, carried out: the pod-set steps (booted pods then read the
+        assignment), then the generation it decided."""
+        result = self.operator.round(self.now, self.view, self.script.spec)
+        if result.pod_set is not None and not result.pod_set.empty:
+            timeout = self.operator.config.scale_down_timeout_seconds
+            carry_out(result.pod_set, self.script, self.now, timeout=timeout, check=self.check)
         self._boot()
+        if result.plan_reason is not None:
+            reasons = self.recorder.plans_by_reason
+            reasons[result.plan_reason] = reasons.get(result.plan_reason, 0) + 1
+        if result.publication is not None:
+            self._publish(result.publication)
 
     def _publish(self, publication: Publication) -> None:
         if self.check:

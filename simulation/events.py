@@ -61,7 +61,7 @@ class Script:
         self.booted: list[Pod] = []
         self.down_zones: dict[int, list[str]] = {}  # zone -> pods due to restart once it returns
 
-    def create_pod(self, ordinal: int) -> Pod:
+    def create_pod(self, ordinal: int, now: float) -> Pod:
         """The pod of `ordinal`, of the current template, on the current machine, scheduled in a zone."""
         cluster = self.cluster
         staying = [p.zone for p in cluster.present() if p.leaving_since is None]
@@ -69,7 +69,7 @@ class Script:
         if len(self.down_zones) < len(cluster.zones):
             load[list(self.down_zones)] = np.inf  # nowhere to schedule a pod there
         name = f"{self.scenario.app}-{ordinal}"
-        pod = cluster.add_pod(name, ordinal, int(np.argmin(load)), self.machine, self.spec.revision)
+        pod = cluster.add_pod(name, ordinal, int(np.argmin(load)), self.machine, self.spec.revision, now)
         self.booted.append(pod)
         return pod
 

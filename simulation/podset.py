@@ -1,7 +1,8 @@
 """The operator's hands in the simulation: the control core's pod-set decisions carried out on the cluster.
 
-`plan_pod_set` decides (in `operator_loop.Operator`); this module does what `operator/podactions.py` does
-through the API: marks pods leaving with the round's time and the core's reason, takes marks back, removes
+The operator's round decides (`control.round.step`, run by `operator_loop.Operator`); this module does what
+`operator/podactions.py` does through the API: marks pods leaving with the round's time and the core's
+reason, takes marks back, removes
 retired pods and pods to restart (`updateStrategy: RollingRestart`: the pod set creates the ordinal again,
 of the new template, once no generation names it), and creates the pods of the ordinals the core chose
 (`events.Script` schedules them in a zone and boots them). Two of the core's decisions never arise here:
@@ -36,4 +37,4 @@ def carry_out(
         cluster.remove(pod)
     for name in decided.restart:
         cluster.remove(cluster.pods[cluster.by_name[name]])
-    return [script.create_pod(ordinal) for ordinal in decided.create]
+    return [script.create_pod(ordinal, now) for ordinal in decided.create]

@@ -49,7 +49,12 @@ class PodSpec(ScenarioModel):
         20_000, gt=0, description="input records per second the pod processes, shared by its active tasks"
     )
     persistent_volume: bool = Field(True, description="state survives a restart (PVC) or is lost")
-    capacity: int = Field(1, ge=1, description="processing threads: the planner balances load per unit")
+    capacity: int = Field(
+        1,
+        ge=1,
+        description="processing threads, the unit of the figures' per-pod load; the operator plans every pod "
+        "as one unit (it knows no pod's capacity)",
+    )
 
 
 class PodsSpec(PodSpec):
@@ -95,6 +100,11 @@ class OperatorSpec(ScenarioModel):
         0.1,
         description="time from a pod applying a generation that revokes its tasks to the operator seeing it "
         "(the operator polls the pods a hand-over waits on every 0.1 s by default)",
+    )
+    startup_grace_seconds: Seconds = Field(
+        30,
+        description="the operator's startupGrace (its default): a scale-out's plan waits up to this long for "
+        "all its new pods to report, so that they share the tasks in one migration",
     )
     replan_min_interval_seconds: Seconds | None = Field(
         None,

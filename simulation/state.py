@@ -63,6 +63,8 @@ class Pod:
     leaving_since: float | None = None
     leaving_reason: str | None = None
     """Why the operator marked it leaving (`LeavingReason`); None when a person did, or it is not leaving."""
+    created: float = 0.0
+    """When the operator created it (simulation seconds)."""
     applied_generation: int = -1
     applied: ClientAssignment = field(default_factory=ClientAssignment)
 
@@ -159,9 +161,11 @@ class Cluster:
 
     # -- membership --------------------------------------------------------------------------------
 
-    def add_pod(self, name: str, ordinal: int, zone: int, spec: PodSpec, revision: str) -> Pod:
+    def add_pod(
+        self, name: str, ordinal: int, zone: int, spec: PodSpec, revision: str, created: float
+    ) -> Pod:
         index = len(self.pods)
-        pod = Pod(name, ordinal, zone, spec, revision, index, next(self._incarnations))
+        pod = Pod(name, ordinal, zone, spec, revision, index, next(self._incarnations), created=created)
         self.by_name[name] = index
         self.pods.append(pod)
         self.changed(pods=True)

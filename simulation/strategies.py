@@ -1,15 +1,16 @@
 """What the three strategies the simulator compares change in the operator's decisions.
 
-All three run the operator's control core (`operator_loop`): its planner, its plan triggers, its pod
-retirement and its two-phase hand-over. They differ only in which of the core's triggers they honour and in
-what they take from a plan:
+All three run the operator's round (`control.round.step`, through `operator_loop`): its planner, its plan
+triggers, its pod set and its two-phase hand-over. They differ only in which of the step's triggers they
+honour (`RoundConfig.probing`, `RoundConfig.catch_up_after`), in what they take from a plan (`planned`) and
+in what each generation aims at (`gate`, the step's `RoundConfig.aim`):
 
-- `eager`: the stop-the-world baseline. It re-plans only when the pods change (no probe, no catch-up
-  trigger) and applies the plan's balanced `target` at once: every pod first stops all its actives (one
-  generation, acknowledged by every pod), then the target is published and moved tasks restore before
-  they process.
+- `eager`: the stop-the-world baseline. It re-plans only when the spec or the pods change (no probe, no
+  catch-up trigger) and applies the plan's balanced `target` at once: every pod first stops all its
+  actives (one generation, acknowledged by every pod), then the target is published and moved tasks
+  restore before they process.
 - `kip441`: Kafka Streams' defaults. It publishes the plan's `assignment` (actives only on caught-up pods,
-  warmups toward the target) and re-plans when the pods change and on the followup probe, every
+  warmups toward the target) and re-plans when the spec or the pods change and on the followup probe, every
   `probing.rebalance.interval.ms` = 10 minutes (no catch-up trigger). The warmup cap and acceptable recovery
   lag come from the scenario, whose defaults are Kafka's (2 and 10,000), so that a comparison isolates the
   trigger.
@@ -45,22 +46,17 @@ it, so a longer debounce only costs time.
 class Strategy(ABC):
     name: ClassVar[str]
     probes: ClassVar[bool] = True
-    """Whether to re-plan when the last plan's follow-up probe is due."""
+    """Whether to re-plan when the last plan's follow-up probe is due (`RoundConfig.probing`)."""
+    catch_up_after: float | None = None
+    """Seconds after a plan from which a caught-up copy re-plans (`RoundConfig.catch_up_after`; None:
+    never)."""
 
     def planner_config(self, config: PlannerConfig) -> PlannerConfig:
         return config
 
-    def catches_up(self, since_last_plan: float) -> bool:
-        """Whether to re-plan now if a copy the last plan waits for has caught up."""
-        return False
-
-    def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
-        """The assignment to publish (through the hand-over) after `plan`."""
-        return dict(plan.assignment)
-
-    def is_final(self, plan: Plan) -> bool:
-        """True when publishing `desired(plan)` completes the rebalance."""
-        return plan.stable
+    def planned(self, plan: Plan) -> Plan:
+        """The plan as this strategy publishes it (through the hand-over): its `assignment` is the aim."""
+        return plan
 
     def gate(
         self,
@@ -69,7 +65,8 @@ class Strategy(ABC):
         acked: Mapping[str, int],
         alive: Set[str],
     ) -> Mapping[str, ClientAssignment]:
-        """What to aim the next generation at, given how far the last plan's publication has got."""
+        """What to aim the next generation at, given how far the last plan's publication has got
+        (`RoundConfig.aim`)."""
         return desired
 
 
@@ -80,15 +77,14 @@ class Eager(Strategy):
     def __init__(self) -> None:
         self._released = True  # no rebalance in progress
 
-    def desired(self, plan: Plan) -> dict[str, ClientAssignment]:
+    def planned(self, plan: Plan) -> Plan:
+        """The balanced target at once, with nothing to follow up: the rebalance ends when it is published."""
         self._released = False  # every rebalance stops the world first
-        return {
+        target = {
             pod: ClientAssignment(active=target.active, standby=target.standby)
             for pod, target in plan.target.items()
         }
-
-    def is_final(self, plan: Plan) -> bool:
-        return True
+        return plan.model_copy(update={"assignment": target, "stable": True, "followup": None})
 
     def gate(
         self,
@@ -121,10 +117,7 @@ class Smoothscale(Strategy):
     name = "smoothscale"
 
     def __init__(self, min_interval_seconds: float = REPLAN_MIN_INTERVAL_SECONDS) -> None:
-        self.min_interval_seconds = min_interval_seconds
-
-    def catches_up(self, since_last_plan: float) -> bool:
-        return since_last_plan >= self.min_interval_seconds
+        self.catch_up_after = min_interval_seconds
 
 
 STRATEGY_NAMES = ("eager", "kip441", "smoothscale")

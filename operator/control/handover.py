@@ -31,6 +31,9 @@ from datetime import datetime
 from smoothscale.contract.ordering import natural_key, natural_sorted
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 
+_NOTHING = ClientAssignment()
+"""A pod's roles where a generation names it not (one immutable value: most rounds ask for it often)."""
+
 
 def _settled(revocation: Revocation, acked: Mapping[str, int], alive: Set[str]) -> bool:
     """The old owner has stopped the task: it reported the revoking generation, or it is gone."""
@@ -143,7 +146,7 @@ def _keep_restoring(roles: dict[str, set[str]], before: ClientAssignment | None,
 
 
 def _normalised(published: Publication, pods: list[str]) -> dict[str, ClientAssignment]:
-    return {pod: published.assignment.get(pod, ClientAssignment()) for pod in pods}
+    return {pod: published.assignment.get(pod, _NOTHING) for pod in pods}
 
 
 def is_settled(published: Publication, desired: Mapping[str, ClientAssignment]) -> bool:
@@ -151,9 +154,7 @@ def is_settled(published: Publication, desired: Mapping[str, ClientAssignment]) 
     if published.revoking:
         return False
     pods = set(desired) | set(published.assignment)
-    return all(
-        published.assignment.get(p, ClientAssignment()) == desired.get(p, ClientAssignment()) for p in pods
-    )
+    return all(published.assignment.get(p, _NOTHING) == desired.get(p, _NOTHING) for p in pods)
 
 
 def barrier_after_loss(
@@ -231,10 +232,10 @@ def plan_as_published(
     in the follow-up, so a revoking generation of the operator's own would only delay the move.
     """
     pods = natural_sorted(set(desired) | {pod for pod in published.assignment if pod in alive})
-    assignment = {pod: desired.get(pod, ClientAssignment()) for pod in pods}
+    assignment = {pod: desired.get(pod, _NOTHING) for pod in pods}
     if (
         not published.revoking
-        and assignment == {pod: published.assignment.get(pod, ClientAssignment()) for pod in pods}
+        and assignment == {pod: published.assignment.get(pod, _NOTHING) for pod in pods}
         and set(published.assignment) <= set(pods)
     ):
         return None

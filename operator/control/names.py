@@ -8,6 +8,7 @@ one module. The names only the operator uses (as Strimzi's `Annotations.java`) a
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -82,8 +83,14 @@ def pod_name(app: str, ordinal: int) -> str:
 
 def ordinal_of(app: str, pod: str) -> int | None:
     """The ordinal of `<app>-<ordinal>`, or None for a pod not named that way."""
-    match = re.fullmatch(re.escape(app) + r"-(0|[1-9][0-9]*)", pod)
+    match = _pod_name_pattern(app).fullmatch(pod)
     return int(match.group(1)) if match else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _pod_name_pattern(app: str) -> re.Pattern[str]:
+    """Every round reads the ordinal of every pod: the app's pattern is compiled once."""
+    return re.compile(re.escape(app) + r"-(0|[1-9][0-9]*)")
 
 
 def state_claim(app: str, ordinal: int) -> str:

@@ -4,10 +4,11 @@ to do and the next memory.
 The reconciler observes (the spec, the pods listed from the API server, the nodes' zones, every pod's
 metrics, Kafka's facts, the publication in force, the clock), calls `step`, carries the decisions out (pod
 actions, the next generation) and reports them (Events, journal, metrics, status). `smoothscale explain`
-builds the planner's input with `planner_snapshot`, the function the step plans with, and the simulator's
-operator decides its pod set and its generations with `decide_pod_set` and the hand-over's
-`HandOverWait.next`, the functions the step calls. The planner is injected: the operator runs the step in a
-thread (planning is CPU work), the simulator and the tests inline.
+and the simulator are adapters that call the same `step` (explain on a fresh memory, the simulator every
+simulated round, with `poll` between rounds). The planner is injected: the operator runs the step in a
+thread (planning is CPU work), the simulator and the tests inline. `RoundConfig` holds the operator's
+settings and what the simulator's baselines switch off (the catch-up trigger, the probe, what a generation
+aims at); the operator runs with its defaults.
 
 The memory (`RoundMemory`) is one immutable value: a cache or a debounce only. The publication lives in the
 ConfigMap (the reconciler re-reads it), leaving times in the pods' annotations, and a restarted operator
@@ -26,7 +27,7 @@ The order of the decisions matters for safety and is the one of `docs/architectu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -116,11 +117,27 @@ class Observation:
     """Where each running pod was scraped: the hand-over's polls between rounds ask the same addresses."""
 
 
+Aim = Callable[
+    [Mapping[str, ClientAssignment], Publication, Mapping[str, int], Set[str]], Mapping[str, ClientAssignment]
+]
+"""What the next generation aims at, from the last plan's assignment, the publication in force, the
+generations the pods acknowledged and the live pods (the simulator's stop-the-world baseline gates it)."""
+
+
 @dataclass(frozen=True)
 class RoundConfig:
-    """The operator's settings that shape decisions."""
+    """The settings that shape decisions: the operator's, and the triggers the simulator's baselines switch
+    off (the operator runs with the defaults)."""
 
     startup_grace: float = 0.0
+    probing: bool = True
+    """Plan again when the last plan's follow-up probe is due."""
+    catch_up_after: float | None = 0.0
+    """Seconds after a plan from which a caught-up copy the plan waits for plans again (None: never)."""
+    aim: Aim | None = None
+    """What each generation aims at instead of the last plan's assignment (None: that assignment)."""
+    status: bool = True
+    """Build the app's status (an adapter that reports none, the simulator, skips the work)."""
 
 
 @dataclass(frozen=True)
@@ -317,8 +334,12 @@ def step(
     publish = None
     if seen.published is not None and working is not None:
         memory = replace(memory, waits=_wait(memory.waits, seen, working, pods))
-        publish = memory.waits.next(published, memory.desired)
-    status = _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
+        publish = memory.waits.next(published, _aimed(config, memory, published))
+    status = (
+        _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
+        if config.status
+        else None
+    )
     decisions = Decisions(
         events=tuple(events),
         journal=tuple(journal),
@@ -334,7 +355,12 @@ def step(
     return decisions, memory
 
 
-def poll(memory: RoundMemory, published: Publication, generations: Mapping[str, int | None]) -> PollDecisions:
+def poll(
+    memory: RoundMemory,
+    published: Publication,
+    generations: Mapping[str, int | None],
+    config: RoundConfig = RoundConfig(),  # frozen: one shared default is safe
+) -> PollDecisions:
     """Between rounds, after asking the pods a hand-over waits on (`HandOverWait.awaited`) which generation
     they have applied (None: no answer): who acknowledged, and the next generation once one has. Pods and
     the other pods' generations are the last round's: a pod gone since then is still waited for (safe),
@@ -343,8 +369,18 @@ def poll(memory: RoundMemory, published: Publication, generations: Mapping[str, 
     waits = memory.waits.polled(generations, len(generations))
     memory = replace(memory, waits=waits)
     acknowledged = frozenset(awaited - waits.awaited(published))
-    publish = waits.next(published, memory.desired) if acknowledged else None
+    publish = waits.next(published, _aimed(config, memory, published)) if acknowledged else None
     return PollDecisions(memory, acknowledged, publish)
+
+
+def _aimed(
+    config: RoundConfig, memory: RoundMemory, published: Publication
+) -> Mapping[str, ClientAssignment] | None:
+    """What the next generation aims at: the last plan's assignment, through the config's `aim` if any."""
+    desired = memory.desired
+    if desired is None or config.aim is None:
+        return desired
+    return config.aim(desired, published, memory.waits.acked, memory.waits.alive)
 
 
 def after_publishing(memory: RoundMemory, now: datetime) -> RoundMemory:
@@ -448,6 +484,8 @@ def _plan(
             tasks=frozenset(task_ids(spec)),
             racks_changed=dict(seen.kafka.racks) != dict(memory.planned_racks),
             waiting_for_kafka=seen.kafka.first_read_pending,
+            probing=config.probing,
+            catch_up=_catches_up(config, memory.plan, seen.now),
         )
     )
     if not decision.plan:
@@ -462,6 +500,12 @@ def _plan(
         planned_racks=seen.kafka.racks,
     )
     return decision, PlanRecord(str(decision.due), plan, len(clients), len(snapshot.tasks)), memory
+
+
+def _catches_up(config: RoundConfig, plan: PlanMemory | None, now: datetime) -> bool:
+    """Whether a copy the last plan waits for plans again once it has caught up (`catch_up_after`)."""
+    after = config.catch_up_after
+    return plan is None or (after is not None and (now - plan.planned_at).total_seconds() >= after)
 
 
 def _wait(

@@ -16,9 +16,24 @@ from datetime import timedelta
 from smoothscale.assignor.models import PlannerConfig, RackAwareConfig
 
 from .durations import parse_duration
-from .spec import ScalingSpec, StreamsAppSpec, SubtopologySpec, UpdateStrategy
+from .spec import (
+    AssignmentSpec,
+    RackAwareSpec,
+    ScalingSpec,
+    StreamsAppSpec,
+    SubtopologySpec,
+    UpdateStrategy,
+    as_duration,
+)
 
-__all__ = ["ScalingPolicy", "input_partition_racks", "max_surge_pods", "planner_config", "scaling_policy"]
+__all__ = [
+    "ScalingPolicy",
+    "assignment_spec",
+    "input_partition_racks",
+    "max_surge_pods",
+    "planner_config",
+    "scaling_policy",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,23 @@ def planner_config(spec: StreamsAppSpec) -> PlannerConfig:
         balance_by=assignment.balance_by,
         catch_up_trigger=assignment.catch_up_trigger,
     )
+
+
+def assignment_spec(config: PlannerConfig) -> tuple[AssignmentSpec, str | None]:
+    """The spec's `assignment` and `scaling.scaleDownTimeout` that `planner_config` reads as `config`: the
+    way back, for a program that starts from a planner config (the simulator's scenarios)."""
+    timeout = config.scale_down_timeout_seconds
+    assignment = AssignmentSpec(
+        num_standbys=config.num_standbys,
+        acceptable_recovery_lag=config.acceptable_recovery_lag,
+        max_warmup_replicas=config.max_warmup_replicas,
+        rack_aware=RackAwareSpec.model_validate(config.rack_aware.model_dump()),
+        probing_interval=as_duration(config.probing_interval_seconds),
+        balance_factor=config.balance_factor,
+        balance_by=config.balance_by,
+        catch_up_trigger=config.catch_up_trigger,
+    )
+    return assignment, None if timeout is None else as_duration(timeout)
 
 
 def input_partition_racks(

@@ -57,7 +57,7 @@ def _planner_default(model: type[BaseModel], name: str) -> Any:
     return model.model_fields[name].default
 
 
-def _as_duration(seconds: float) -> str:
+def as_duration(seconds: float) -> str:
     """`seconds` as the spec writes a duration: 600 -> 10m."""
     for unit, size in (("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
@@ -204,7 +204,7 @@ class AssignmentSpec(SpecModel):
         json_schema_extra=_EMPTY_SECTION,
     )
     probing_interval: Duration = Field(
-        _as_duration(_planner_default(PlannerConfig, "probing_interval_seconds")),
+        as_duration(_planner_default(PlannerConfig, "probing_interval_seconds")),
         description="How long to wait before planning again while warmups catch up "
         "(probing.rebalance.interval.ms), e.g. 10m; at least 1s.",
     )

@@ -1,7 +1,6 @@
 """The operator drives real Kafka Streams pods: a StreamsApp with `spec.runtime: KafkaStreams` in the sandbox,
-whose kubelet stand-in runs the Java sample app as each pod's process, against a real broker (the sample
-using the bridge's code API; the one adopting smoothscale by its settings alone, `PlainOrdersApp`, through a
-scale-out and a scale-in).
+whose kubelet stand-in runs the Java sample app as each pod's process, against a real broker; the app adopts
+smoothscale by its settings alone (`PlainOrdersApp`).
 
 What a user would check, after a scale-out 3 -> 6, a scale-in 6 -> 3, a crashed instance restarted with its
 volume, one restarted without it, and a swap of every pod: the pods are the ones asked for, the operator's
@@ -43,10 +42,7 @@ from smoothscale.sandbox.streams_app import crash, settle, streams_app
 # About 5 minutes alone; on a machine shared with other test runs it took 8 to 11 (reading the totals last).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-APP = "ops-shop"
-ADOPTING = "ops-props"
-"""The settings-only test's app: its own application id, so that it restores no state the first test's
-app left in the session's broker (its changelog, under the same id, had doubled the totals)."""
+APP = "ops-props"
 PARTITIONS = 4
 REPARTITION = f"{APP}-by-customer-repartition"
 ACCEPTABLE_LAG = 5
@@ -107,9 +103,13 @@ def warmup_lags(journal: Path) -> list[WarmupLag]:
     return lags
 
 
-def test_the_operator_runs_a_kafka_streams_app_through_scaling_crashes_and_a_swap(
+def test_an_app_adopting_by_its_settings_alone_rides_out_scaling_crashes_and_a_swap(
     sandbox: Sandbox, kafka_broker: KafkaCluster, topics: tuple[str, str], tmp_path: Path
 ) -> None:
+    """`PlainOrdersApp` adopts smoothscale by its properties alone (`metric.reporters`, `task.assignor.class`,
+    `client.id`): 3 -> 6 -> 3, a crash with and one without its volume, a swap, each step settled with the
+    plan equal to Kafka's view. (The code API's path is the same assignor and reporter; `test_bridge_kafka`
+    runs it against every publication.)"""
     orders, totals = topics
     bootstrap = kafka_broker.bootstrap_servers
     kafka = SampleApp(APP, "default", bootstrap, None, tmp_path / "reader")
@@ -132,50 +132,32 @@ def test_the_operator_runs_a_kafka_streams_app_through_scaling_crashes_and_a_swa
     assert warmed >= 3, f"the scale-out and the swap moved tasks onto caught-up warmups, {warmed} seen"
 
 
-def test_an_app_adopting_by_its_settings_alone_scales_out_and_in(
-    sandbox: Sandbox, kafka_broker: KafkaCluster, topics: tuple[str, str], tmp_path: Path
-) -> None:
-    """`PlainOrdersApp` (`metric.reporters`, `task.assignor.class`, `client.id` in its properties):
-    3 -> 6 -> 3 under the operator, each step settled with the plan equal to Kafka's view and balanced;
-    every order counted once. (Not yet covered: a crash restarted with its volume, a swap.)"""
-    orders, totals = topics
-    bootstrap = kafka_broker.bootstrap_servers
-    kafka = SampleApp(ADOPTING, "default", bootstrap, None, tmp_path / "reader")
-    scale_out_and_in(sandbox, kafka, orders, totals, adoption="properties", app=ADOPTING)
-    assert latest_totals(bootstrap, totals, 900) == expected_totals(900), "every order counted exactly once"
-    final = sandbox.publication(ADOPTING)
-    zone_of = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods(ADOPTING)}
-    assert imbalance(final, zone_of) == [], "balanced over the pods and the zones"
-
-
 def scale_out_and_in(
-    sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str, adoption: str, app: str = APP
+    sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str
 ) -> tuple[int, dict[str, set[str]]]:
     """3 -> 6 -> 3 with 900 orders, each step settled; the generation published once the app first settled,
     and the final placement."""
     bootstrap = kafka.bootstrap
     sandbox.apply(
-        streams_app(app, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG, adoption=adoption)
+        streams_app(APP, orders, totals, replicas=3, acceptable_lag=ACCEPTABLE_LAG, adoption="properties")
     )
     produce_orders(bootstrap, orders, 0, 300)
     settle(sandbox, kafka, 3, 2 * PARTITIONS)
-    created = sandbox.publication(app)
+    created = sandbox.publication(APP)
     assert created is not None
-    status = sandbox.app(app).get("status") or {}
+    status = sandbox.app(APP).get("status") or {}
     learned = {sub["name"]: (sub["partitions"], sub["inputTopics"]) for sub in status.get("topology", [])}
-    assert learned == {"0": (PARTITIONS, [orders]), "1": (PARTITIONS, [f"{app}-by-customer-repartition"])}, (
-        status.get("topology")
-    )
+    assert learned == {"0": (PARTITIONS, [orders]), "1": (PARTITIONS, [REPARTITION])}, status.get("topology")
     assert not [
         c for c in status.get("conditions", []) if c["type"] == "TopologyMismatch" and c["status"] == "True"
     ]
 
-    sandbox.patch_app(app, {"spec": {"replicas": 6}})
+    sandbox.patch_app(APP, {"spec": {"replicas": 6}})
     produce_orders(bootstrap, orders, 300, 300)
     six = settle(sandbox, kafka, 6, 2 * PARTITIONS)
     assert len(six) == 6, f"every pod runs an active task: {six}"
 
-    sandbox.patch_app(app, {"spec": {"replicas": 3}})
+    sandbox.patch_app(APP, {"spec": {"replicas": 3}})
     produce_orders(bootstrap, orders, 600, 300)
     three = settle(sandbox, kafka, 3, 2 * PARTITIONS)
     return created.generation, three
@@ -185,7 +167,7 @@ def walk(sandbox: Sandbox, kafka: SampleApp, orders: str, totals: str) -> int:
     """3 -> 6 -> 3, a crash with and one without its volume, a swap: 1,200 orders in all. The generation
     published once the app first settled."""
     bootstrap = kafka.bootstrap
-    created, three = scale_out_and_in(sandbox, kafka, orders, totals, adoption="code")
+    created, three = scale_out_and_in(sandbox, kafka, orders, totals)
 
     with_volume, without_volume = sorted(three)[:2]
     crash(sandbox, with_volume, lose_volume=False)  # restarted in place with its state directory

@@ -4,13 +4,14 @@
 One sequence of rounds is played to the operator's real reconciler (`AppReconciler`, against the API
 emulator, its pods' metrics answered from the sequence): it creates the pods of `replicas: 3`, a scale-out
 to 4 whose new pod warms up, a drain of one pod (replaced), a scale-in to 3 taken back a round later, then a
-new template (a swap). The pods it creates are bound and ready by the next round. Every round is recorded:
-the core's observation and memory, every pod listed, every metric scraped, and what was decided. Then:
+new template (a swap); each change of the spec is a new `metadata.generation`. The pods it creates are
+bound and ready by the next round. Every round is recorded: the core's observation and memory, every pod
+listed, every metric scraped, and what was decided. Then:
 
 - the reconciler ran `round.step` once a round (twice when it planned), and `explain`, on a recorded
-  observation, runs that same `round.step`; the simulator's operator, replaying the recording, decides its
-  pod set through the step's `decide_pod_set` (it does not run the whole step yet: docs/architecture.md,
-  "One round"), takes the operator's pod-set steps, plans for its reasons and publishes its generations;
+  observation, runs that same `round.step`; the simulator's operator, replaying the recording (the pods
+  listed, the metrics scraped, the spec's `replicas` and template), runs `round.step` once a round too,
+  and takes the operator's pod-set steps, plans for its reasons and publishes its generations;
 - `explain`, given the observation of the round in which the operator made its first plan, plans on the
   operator's snapshot and prints the operator's plan.
 """
@@ -43,7 +44,7 @@ from smoothscale.operator.podset import template_revision
 from smoothscale.operator.reconcile import AppReconciler, Observation
 from smoothscale.operator.resource import load_spec, planner_config
 from smoothscale.sandbox.emulator import RunningEmulator
-from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport
+from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport, WakeResult
 from smoothscale.simulation.strategies import make_strategy
 
 APP, NAMESPACE, UID = "parity", "default", "parity-uid"
@@ -79,6 +80,7 @@ class Listed:
     uid: str
     revision: str
     ready: bool
+    created: datetime
 
 
 @dataclass
@@ -169,11 +171,11 @@ def _spec(replicas: int, image: str) -> dict[str, Any]:
     }
 
 
-def _body(spec: dict[str, Any]) -> dict[str, Any]:
+def _body(spec: dict[str, Any], generation: int = 1) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": APP, "namespace": NAMESPACE, "uid": UID, "generation": 1},
+        "metadata": {"name": APP, "namespace": NAMESPACE, "uid": UID, "generation": generation},
         "spec": spec,
     }
 
@@ -224,19 +226,22 @@ async def _operator_rounds(
         world = World(core)
         reconciler = AppReconciler(AppRef(NAMESPACE, APP, UID), context)
         published = EMPTY
-        replicas, image = 0, ""
+        replicas, image, generation = 0, "", 0
         try:
             for index in range(ROUNDS):
                 now = EPOCH + timedelta(seconds=ROUND_SECONDS * index)
                 clock["now"] = now
-                replicas, image = REPLICAS.get(index, replicas), IMAGES.get(index, image)
+                changed = (REPLICAS.get(index, replicas), IMAGES.get(index, image))
+                if changed != (replicas, image):
+                    replicas, image = changed
+                    generation += 1
                 spec = _spec(replicas, image)
                 if index == DRAIN[0]:
                     world.drain(DRAIN[1], now)
                 listed = core.list_namespaced_pod(NAMESPACE).items
                 scraper.answer = world.metrics(index, published)
                 seen = len(journal.read_text().splitlines()) if journal.exists() else 0
-                await reconciler.reconcile(Observation(body=_body(spec), zones=ZONES))
+                await reconciler.reconcile(Observation(body=_body(spec, generation), zones=ZONES))
                 published = reconciler.publication
                 steps = [
                     (e["step"], e["pod"])
@@ -275,6 +280,7 @@ def _listed(pod: Any) -> Listed:
         uid=pod.metadata.uid,
         revision=pod.metadata.labels[names.REVISION_LABEL],
         ready=any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []),
+        created=pod.metadata.creation_timestamp,
     )
 
 
@@ -304,13 +310,13 @@ class Replay:
             PodReport(
                 pod.name,
                 pod.zone,
-                1,
                 None if pod.leaving_since is None else (pod.leaving_since - EPOCH).total_seconds(),
                 self._acked(pod.name),
                 hash(pod.uid),
                 pod.revision,
                 pod.leaving_reason,
                 pod.ready,
+                (pod.created - EPOCH).total_seconds(),
             )
             for pod in self.observed.pods
         ]
@@ -344,13 +350,10 @@ async def test_the_operator_the_simulator_and_explain_decide_through_the_same_st
     cluster: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     steps = Calls(monkeypatch, "step")
-    pod_sets = Calls(monkeypatch, "decide_pod_set")
     recorded = await _operator_rounds(cluster, tmp_path / "journal.jsonl", monkeypatch)
     # once a round; twice when it plans (the planner runs in a thread, then the step again with the plan)
     assert [len({id(seen) for seen in r.core}) for r in recorded] == [1] * ROUNDS
     assert steps.count == sum(len(r.core) for r in recorded), "the reconciler decides in the step"
-    operator_pod_sets = pod_sets.count
-    assert operator_pod_sets == sum(len(r.core) for r in recorded), "and the step decides the pod set"
     spec = load_spec(SPEC)
     simulated = Operator(
         make_strategy("smoothscale"),
@@ -358,26 +361,28 @@ async def test_the_operator_the_simulator_and_explain_decide_through_the_same_st
         build_tasks(spec, dict.fromkeys(TASKS, CHANGELOG)),
         EPOCH,
         APP,
+        startup_grace=OperatorConfig.model_fields["startup_grace"].default,
     )
     reasons = []
     for index, observed in enumerate(recorded):
         seconds = (observed.now - EPOCH).total_seconds()
         wanted = AppSpec(observed.replicas, observed.revision)
-        result = simulated.wake(seconds, Replay(observed), wanted, scrape=True)
+        before = steps.count
+        result: WakeResult = simulated.round(seconds, Replay(observed), wanted)
         where = f"round {index} at +{ROUND_SECONDS * index}s"
+        assert steps.count == before + 1, f"{where}: the simulator decides in the step"
         assert _steps(result.pod_set) == observed.steps, where
         assert result.plan_reason == observed.planned, where
         assert simulated.published == observed.published, where
         reasons.append(observed.planned)
-    assert pod_sets.count - operator_pod_sets == ROUNDS, "the simulator decides its pod set in the core"
     seen = recorded[-1].core[0]
-    before = steps.count, pod_sets.count
+    before = steps.count
     replan(seen)
-    assert (steps.count, pod_sets.count) == (before[0] + 1, before[1] + 1), "explain runs the operator's step"
+    assert steps.count == before + 1, "explain runs the operator's step"
     # The sequence exercised what it is about: a first plan, the new pods, catch-ups, the drain and its
     # replacement, a retirement, a scale-in taken back, then a swap: new pods surged (the lowest free ordinal
     # first), an old pod marked for each ready new one, and every old pod retired.
-    assert {"FirstPlan", "PodsChanged", "CaughtUp"} <= set(reasons)
+    assert {"FirstPlan", "SpecChanged", "PodsChanged", "CaughtUp"} <= set(reasons)
     steps = [step for r in recorded for step in r.steps]
     created = [int(pod.rsplit("-", 1)[1]) for step, pod in steps if step == "create"]
     assert created == [0, 1, 2, 3, 4, 1, 5, 6, 7]

@@ -13,7 +13,7 @@ from smoothscale.assignor.models import (
     RackAwareConfig,
     RackStrategy,
 )
-from smoothscale.operator.resource import input_partition_racks, load_spec, planner_config
+from smoothscale.operator.resource import assignment_spec, input_partition_racks, load_spec, planner_config
 
 Json = dict[str, Any]
 
@@ -48,6 +48,16 @@ def test_every_setting_is_translated(minimal_spec: Json) -> None:
         balance_by=BalanceBy.WEIGHT,
         catch_up_trigger=CatchUpTrigger.BATCHED,
     )
+
+
+def test_assignment_spec_is_the_way_back(minimal_spec: Json) -> None:
+    """A program that starts from a planner config (the simulator's scenarios, which run the operator's step
+    on a spec) gets a spec that `planner_config` reads as that config, every setting of it."""
+    config = planner_config(load_spec(_non_default_spec(minimal_spec)))
+    assignment, timeout = assignment_spec(config)
+    scaling = {"scaleDownTimeout": timeout}
+    spec = load_spec({**minimal_spec, "assignment": assignment.model_dump(), "scaling": scaling})
+    assert planner_config(spec) == config
 
 
 def test_no_planner_field_is_left_at_its_default(minimal_spec: Json) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sim_testkit import small_scenario
 
+from smoothscale.simulation import simulate
 from smoothscale.simulation.engine import Simulation
 
 ZONES = ["zone-a", "zone-b", "zone-c"]
@@ -83,3 +84,18 @@ def test_a_pod_lost_for_good_is_recreated_under_its_name_once_its_tasks_moved() 
     small_1 = [p for p in simulation.cluster.pods if p.name == "small-1"]
     assert [p.removed for p in small_1] == [True, False]
     assert "small-1" in running_at(simulation, simulation.now)
+
+
+def test_a_crashed_pod_holds_its_tasks_until_it_returns() -> None:
+    """Two pods, four tasks; small-1 crashes for 30 s and keeps its volume. The operator cannot tell a
+    crashed pod from one slow to answer: it lists it, not ready, and cannot scrape it, so it holds planning
+    and moves none of its tasks (the simulator once took a crashed pod for gone and moved them at once, a
+    restore the operator never makes). The pod comes back with its state and runs them again: its two
+    actives stop for the whole outage, nothing is restored, no generation is published."""
+    pods = {"count": 2, "restoreRecordsPerSecondPerCopy": 50_000, "restoreRecordsPerSecondPerPod": 100_000}
+    crash = {"at": 65, "type": "podCrash", "pod": "small-1", "restartAfterSeconds": 30}
+    result = simulate(small_scenario(pods=pods, events=[crash]), "smoothscale", seed=0)
+    assert result.balanced
+    assert result.generations_published == 0
+    assert result.records_restored == 0
+    assert result.downtime_task_seconds >= 2 * 30

@@ -12,11 +12,13 @@ NO_DELAYS = {"applyDelaySeconds": 0, "handoverPollSeconds": 1}
 
 def test_eager_downtime_is_the_restore_time_of_the_moved_tasks() -> None:
     """1 -> 2 pods, four 1 M-record tasks: eager moves two to the new pod, which restores both at once at
-    50 k records/s each (its 100 k budget split in two), 20 s each. Every task also stops for one
-    acknowledgment delay (0.1 s) between the stop-the-world generation and the target."""
+    50 k records/s each (its 100 k budget split in two), 20 s each. The stop-the-world generation goes out
+    in the round of the `replicas` change (the spec changed: the operator plans), and the round the new pod's
+    start wakes sees every task stopped and publishes the target at once: no task waits between owners."""
     result = simulate(small_scenario(operator=NO_DELAYS), "eager", seed=0)
     assert result.restore_downtime_task_seconds == pytest.approx(2 * 20.0)
-    assert result.handover_downtime_task_seconds == pytest.approx(4 * 0.1)
+    assert result.handover_downtime_task_seconds == 0
+    assert result.plans_by_reason == {"SpecChanged": 1, "PodsChanged": 1}
     assert result.records_restored == pytest.approx(2 * 1_000_000)
 
 
@@ -42,8 +44,8 @@ def test_smoothscale_balances_sooner_than_kip441_and_eager_stops_more() -> None:
     assert kip441.time_to_balance_seconds >= 5 * smooth.time_to_balance_seconds
     assert smooth.ratio_to_lower_bound is not None and smooth.ratio_to_lower_bound <= 1.25
     assert smooth.generations_published == kip441.generations_published  # same moves, sooner
-    assert set(kip441.plans_by_reason) == {"PodsChanged", "ProbingInterval"}
-    assert set(smooth.plans_by_reason) == {"PodsChanged", "CaughtUp"}
+    assert set(kip441.plans_by_reason) == {"SpecChanged", "PodsChanged", "ProbingInterval"}
+    assert set(smooth.plans_by_reason) == {"SpecChanged", "PodsChanged", "CaughtUp"}
 
 
 @pytest.mark.parametrize("strategy", ["kip441", "smoothscale"])

@@ -44,14 +44,15 @@ def test_batched_publishes_no_more_generations_than_eager() -> None:
 
 def test_batched_waits_for_all_of_a_pods_copies() -> None:
     """1 -> 2 pods: the new pod warms its two tasks at once, and with sizes jittered by half they finish
-    apart. Eager re-plans at each catch-up, batched once, after the second; both end balanced."""
+    apart. Eager re-plans at each catch-up, batched once, after the second; both end balanced. (The
+    `replicas` change plans too, before the new pod is up: the spec changed.)"""
     topology = {"subtopologies": [{"partitions": 4, "changelogRecords": 1_000_000}], "changelogJitter": 0.5}
     scenario = small_scenario(topology=topology)
     eager = simulate(scenario, "smoothscale")
     batched = simulate(with_planner(scenario, catch_up_trigger=CatchUpTrigger.BATCHED), "smoothscale")
     assert eager.balanced and batched.balanced
-    assert eager.plans_by_reason == {"PodsChanged": 1, "CaughtUp": 2}
-    assert batched.plans_by_reason == {"PodsChanged": 1, "CaughtUp": 1}
+    assert eager.plans_by_reason == {"SpecChanged": 1, "PodsChanged": 1, "CaughtUp": 2}
+    assert batched.plans_by_reason == {"SpecChanged": 1, "PodsChanged": 1, "CaughtUp": 1}
 
 
 def test_weight_balance_lowers_the_peak_pod_load() -> None:

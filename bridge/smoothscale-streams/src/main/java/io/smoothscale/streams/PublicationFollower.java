@@ -2,7 +2,9 @@ package io.smoothscale.streams;
 
 import java.util.HashSet;
 import java.util.Optional;
+import java.util.Collection;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -12,6 +14,8 @@ import java.util.function.Supplier;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Keeps this instance on the newest publication: when it runs something other than what the publication
@@ -26,6 +30,7 @@ import org.apache.kafka.streams.TaskMetadata;
  * plans for pods that follow their assignment.
  */
 public final class PublicationFollower implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(PublicationFollower.class);
     private static final long CHECK_MILLIS = 100;
 
     private final String pod;
@@ -109,8 +114,13 @@ public final class PublicationFollower implements AutoCloseable {
         }
         requests++;
         lastRequestNanos = nowNanos;
-        trigger.request("smoothscale generation " + publication.generation() + " changes pod " + pod
-            + "'s tasks (request " + requests + ")");
+        PodTasks planned = publication.tasksOf(pod);
+        String reason = "smoothscale generation " + publication.generation() + " changes pod " + pod
+            + "'s tasks (request " + requests + "): it runs active " + sorted(now.get().active()) + ", standby "
+            + sorted(now.get().standby()) + "; the plan gives it active " + sorted(planned.active()) + ", standby "
+            + sorted(planned.standby()) + ", warmup " + sorted(planned.warmup());
+        LOG.info("Asking for a rebalance: {}", reason);
+        trigger.request(reason);
     }
 
     /** What a KafkaStreams instance runs; empty while it is not RUNNING (its thread metadata lags then). */
@@ -125,6 +135,10 @@ public final class PublicationFollower implements AutoCloseable {
             thread.standbyTasks().stream().map(TaskMetadata::taskId).forEach(task -> standby.add(task.toString()));
         }
         return Optional.of(new RunningTasks(active, standby));
+    }
+
+    private static Set<String> sorted(Collection<String> tasks) {
+        return new TreeSet<>(tasks);
     }
 
     @Override

@@ -34,6 +34,7 @@ final class ReportedClient {
 
     private final String clientId;
     private final Map<MetricName, KafkaMetric> metrics = new ConcurrentHashMap<>();
+    private final Map<String, Boolean> lastRoles = new ConcurrentHashMap<>();
     private final Set<AtomicLong> rebalanceSchedules = ConcurrentHashMap.newKeySet();
     private final AtomicReference<SmoothscaleBridge> bridge = new AtomicReference<>();
 
@@ -78,6 +79,15 @@ final class ReportedClient {
 
     void put(KafkaMetric metric) {
         metrics.put(metric.metricName(), metric);
+        if (ReportedTasks.isMarker(metric.metricName())) {
+            lastRoles.put(metric.metricName().tags().get("task-id"),
+                metric.metricName().name().equals(ReportedTasks.ACTIVE_MARKER));
+        }
+    }
+
+    /** Each task's role as the last marker it registered gave it (true: active); see {@link ReportedTasks#roles}. */
+    Map<String, Boolean> lastRoles() {
+        return Map.copyOf(lastRoles);
     }
 
     void remove(KafkaMetric metric) {

@@ -50,8 +50,7 @@ final class ReportedTaskSource implements TaskSource {
 
     @Override
     public Optional<RunningTasks> running() {
-        Map<MetricName, Object> values = client.values(ReportedTasks::runningInput);
-        return ReportedTasks.running(values, applicationId, subtopologies(values));
+        return ReportedTasks.running(client.values(ReportedTasks::runningInput), client.lastRoles());
     }
 
     @Override
@@ -61,7 +60,7 @@ final class ReportedTaskSource implements TaskSource {
             Map<MetricName, Object> values = client.values();
             Map<String, Integer> stores = subtopologies(values);
             refreshEndOffsets(values, stores);
-            snapshot = ReportedTasks.taskStates(values, applicationId, stores, endOffsets);
+            snapshot = ReportedTasks.taskStates(values, client.lastRoles(), applicationId, stores, endOffsets);
             snapshotAtNanos = now;
         }
         return snapshot;
@@ -88,7 +87,7 @@ final class ReportedTaskSource implements TaskSource {
 
     private void refreshEndOffsets(Map<MetricName, Object> values, Map<String, Integer> stores) {
         Set<TopicPartition> wanted = new HashSet<>();
-        ReportedTasks.taskStates(values, applicationId, stores, Map.of()).keySet()
+        ReportedTasks.taskStates(values, client.lastRoles(), applicationId, stores, Map.of()).keySet()
             .forEach(task -> wanted.addAll(ReportedTasks.changelogPartitions(task, applicationId, stores)));
         endOffsets.keySet().retainAll(wanted);
         if (wanted.isEmpty()) {

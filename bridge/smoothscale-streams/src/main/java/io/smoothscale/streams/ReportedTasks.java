@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.regex.Pattern;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.processor.TaskId;
@@ -22,7 +23,19 @@ import org.apache.kafka.streams.errors.TaskIdFormatException;
  *   <li>an active task registers {@code active-process-ratio} and {@code restore-remaining-records-total}
  *       ({@code stream-task-metrics}, tags {@code thread-id}, {@code task-id}) when it is created, a standby
  *       {@code update-total}; both are removed when the task is closed or recycled. (Kafka registers a metric
- *       whatever its recording level; the level decides only whether it is updated.)</li>
+ *       whatever its recording level; the level decides only whether it is updated.) Two cases break that
+ *       rule, and {@link #roles} reads the roles so that neither misleads:
+ *       <ul>
+ *         <li>a task found corrupted (under exactly-once, a task restarted with its volume but without a
+ *             checkpoint) is closed dirty, which removes its task metrics, and revived as the same object,
+ *             which does not register them again: it keeps running with no marker. Its stores, initialised
+ *             again, register their metrics again ({@code stream-state-metrics}, tag {@code task-id}), so a
+ *             task with store metrics and no marker keeps the role of the last marker it registered;</li>
+ *         <li>the standbys Kafka Streams makes at start-up for the state it finds on disk are created by the
+ *             thread that constructs {@code KafkaStreams}, and closed or recycled by a stream thread, which
+ *             removes task metrics under its own thread's name: their {@code update-total} stays behind. A
+ *             standby marker counts only while the task has store metrics (a standby always has stores).</li>
+ *       </ul></li>
  *   <li>a standby's lag: the restore consumer's {@code records-lag} ({@code consumer-fetch-manager-metrics},
  *       tags {@code topic}, {@code partition}) of each of the task's changelog partitions
  *       {@code <application.id>-<store>-changelog}, {@code p}; until its first fetch, the changelog's end
@@ -36,9 +49,7 @@ final class ReportedTasks {
     static final String CLIENT_GROUP = "stream-metrics";
     static final String TASK_GROUP = "stream-task-metrics";
     static final String FETCH_GROUP = "consumer-fetch-manager-metrics";
-    static final String UPDATER_GROUP = "stream-state-updater-metrics";
-    static final String STANDBYS_UPDATING = "standby-updating-tasks";
-    static final String STANDBYS_PAUSED = "standby-paused-tasks";
+    static final String STORE_GROUP = "stream-state-metrics";
     static final String STATE = "state";
     static final String TOPOLOGY = "topology-description";
     static final String ACTIVE_MARKER = "active-process-ratio";
@@ -46,12 +57,13 @@ final class ReportedTasks {
     static final String RESTORE_REMAINING = "restore-remaining-records-total";
     static final String RECORDS_LAG = "records-lag";
     static final String RUNNING = "RUNNING";
+    private static final Pattern STREAM_THREAD = Pattern.compile(".+-StreamThread-\\d+");
 
     private ReportedTasks() {}
 
     /** The metrics a reporter keeps: these groups of the Streams registry, the consumers' per-partition lag. */
     static boolean wanted(MetricName name) {
-        return name.group().equals(CLIENT_GROUP) || name.group().equals(TASK_GROUP) || name.group().equals(UPDATER_GROUP)
+        return name.group().equals(CLIENT_GROUP) || name.group().equals(TASK_GROUP) || name.group().equals(STORE_GROUP)
             || name.group().equals(FETCH_GROUP) && name.name().equals(RECORDS_LAG) && name.tags().containsKey("partition");
     }
 
@@ -72,82 +84,63 @@ final class ReportedTasks {
         return Optional.empty();
     }
 
-    /**
-     * The metrics {@link #running} reads: the client's state and topology, the tasks' markers, the restore
-     * consumers' partition lags.
-     */
+    /** The metrics {@link #running} reads: the client's state, the tasks' markers and their stores' metrics. */
     static boolean runningInput(MetricName name) {
-        return name.group().equals(CLIENT_GROUP) && (name.name().equals(STATE) || name.name().equals(TOPOLOGY))
-            || name.group().equals(TASK_GROUP) && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER))
-            || name.group().equals(UPDATER_GROUP) && (name.name().equals(STANDBYS_UPDATING) || name.name().equals(STANDBYS_PAUSED))
-            || restoreLag(name);
+        return name.group().equals(CLIENT_GROUP) && name.name().equals(STATE) || isMarker(name)
+            || name.group().equals(STORE_GROUP);
     }
 
-    private static boolean restoreLag(MetricName name) {
-        return name.group().equals(FETCH_GROUP) && name.name().equals(RECORDS_LAG) && name.tags().containsKey("partition")
-            && name.tags().getOrDefault("client-id", "").endsWith("-restore-consumer");
+    /** Whether {@code name} is a task's role marker: {@code active-process-ratio} or {@code update-total}. */
+    static boolean isMarker(MetricName name) {
+        return name.group().equals(TASK_GROUP) && name.tags().containsKey("task-id")
+            && (name.name().equals(ACTIVE_MARKER) || name.name().equals(STANDBY_MARKER));
     }
 
     /**
-     * The tasks the client runs (empty unless it is RUNNING): {@link #running(Map)}, plus the standbys whose
-     * markers Kafka dropped. A standby whose state Kafka Streams finds corrupted (under exactly-once, after the
-     * process was killed) is closed dirty, which removes its task-level metrics, and revived: it runs again
-     * without them (Kafka registers them once, when the task object is created). Its changelog partitions still
-     * show in the restore consumer's lags, which name it through {@code subtopologyOfStore}. Those lags are read
-     * only while the state updater (3.8 and later) counts more standbys than have markers: a restore consumer
-     * left with nothing to fetch is not polled again, so the lags of standbys it no longer holds stay behind.
+     * The tasks the client runs; empty unless it is RUNNING. {@code lastRoles}: each task's role as the last
+     * marker it registered gave it (true: active), see {@link #roles}.
      */
-    static Optional<RunningTasks> running(Map<MetricName, Object> values, String applicationId,
-                                          Map<String, Integer> subtopologyOfStore) {
-        return running(values).map(tasks -> {
-            long held = 0;
-            for (Map.Entry<MetricName, Object> entry : values.entrySet()) {
-                MetricName name = entry.getKey();
-                if (name.group().equals(UPDATER_GROUP) && (name.name().equals(STANDBYS_UPDATING)
-                    || name.name().equals(STANDBYS_PAUSED)) && entry.getValue() instanceof Number count) {
-                    held += count.longValue();
-                }
-            }
-            if (held <= tasks.standby().size()) {
-                return tasks;
-            }
-            Set<String> standby = new HashSet<>(tasks.standby());
-            values.keySet().forEach(name -> {
-                if (restoreLag(name)) {
-                    changelogTask(name.tags().get("topic"), name.tags().get("partition"), applicationId, subtopologyOfStore)
-                        .ifPresent(standby::add);
-                }
-            });
-            standby.removeAll(tasks.active());
-            return new RunningTasks(tasks.active(), standby);
-        });
-    }
-
-    private static Optional<String> changelogTask(String topic, String partition, String applicationId,
-                                                  Map<String, Integer> subtopologyOfStore) {
-        String prefix = applicationId + "-";
-        String suffix = "-changelog";
-        if (topic == null || !topic.startsWith(prefix) || !topic.endsWith(suffix)
-            || topic.length() <= prefix.length() + suffix.length()) {
-            return Optional.empty();
-        }
-        Integer subtopology = subtopologyOfStore.get(topic.substring(prefix.length(), topic.length() - suffix.length()));
-        return subtopology == null ? Optional.empty() : Optional.of(subtopology + "_" + partition);
-    }
-
-    /** The tasks the client runs; empty unless it is RUNNING. */
-    static Optional<RunningTasks> running(Map<MetricName, Object> values) {
+    static Optional<RunningTasks> running(Map<MetricName, Object> values, Map<String, Boolean> lastRoles) {
         if (!clientState(values).map(RUNNING::equals).orElse(false)) {
             return Optional.empty();
         }
-        return Optional.of(new RunningTasks(tasksWith(values, ACTIVE_MARKER), tasksWith(values, STANDBY_MARKER)));
+        Map<String, Boolean> roles = roles(values, lastRoles);
+        return Optional.of(new RunningTasks(withRole(roles, true), withRole(roles, false)));
     }
 
-    private static Set<String> tasksWith(Map<MetricName, Object> values, String marker) {
-        Set<String> tasks = new HashSet<>();
+    /**
+     * Each task the client holds, true when it is active: a task with an active marker is active; a task with
+     * store metrics is held, in the role of the last marker it registered, else as a standby if it has a
+     * standby marker (a task revived after corruption has no marker left).
+     */
+    static Map<String, Boolean> roles(Map<MetricName, Object> values, Map<String, Boolean> lastRoles) {
+        Set<String> standby = new HashSet<>();
+        Set<String> withStores = new HashSet<>();
+        Map<String, Boolean> roles = new TreeMap<>();
         values.keySet().forEach(name -> {
-            if (name.group().equals(TASK_GROUP) && name.name().equals(marker) && name.tags().containsKey("task-id")) {
-                tasks.add(name.tags().get("task-id"));
+            String task = name.tags().get("task-id");
+            if (name.group().equals(STORE_GROUP) && task != null) {
+                withStores.add(task);
+            } else if (isMarker(name) && name.name().equals(ACTIVE_MARKER)) {
+                roles.put(task, true);
+            } else if (isMarker(name)) {
+                standby.add(task);
+            }
+        });
+        for (String task : withStores) {
+            Boolean last = lastRoles.get(task);
+            if (!roles.containsKey(task) && (last != null || standby.contains(task))) {
+                roles.put(task, last != null && last);
+            }
+        }
+        return roles;
+    }
+
+    private static Set<String> withRole(Map<String, Boolean> roles, boolean active) {
+        Set<String> tasks = new HashSet<>();
+        roles.forEach((task, isActive) -> {
+            if (isActive == active) {
+                tasks.add(task);
             }
         });
         return tasks;
@@ -157,8 +150,8 @@ final class ReportedTasks {
      * Lag and changelog end of every task with state the client holds (active or standby, summed over the
      * task's stores), given the subtopology of each store and the changelogs' end offsets.
      */
-    static Map<String, TaskStates.TaskState> taskStates(Map<MetricName, Object> values, String applicationId,
-                                                        Map<String, Integer> subtopologyOfStore,
+    static Map<String, TaskStates.TaskState> taskStates(Map<MetricName, Object> values, Map<String, Boolean> lastRoles,
+                                                        String applicationId, Map<String, Integer> subtopologyOfStore,
                                                         Map<TopicPartition, Long> endOffsets) {
         boolean running = clientState(values).map(RUNNING::equals).orElse(false);
         Map<TopicPartition, Long> fetchLags = new HashMap<>();
@@ -178,10 +171,9 @@ final class ReportedTasks {
             }
         });
         Map<String, TaskStates.TaskState> states = new TreeMap<>();
-        Set<String> active = tasksWith(values, ACTIVE_MARKER);
-        Set<String> held = new HashSet<>(active);
-        held.addAll(tasksWith(values, STANDBY_MARKER));
-        for (String task : held) {
+        Map<String, Boolean> roles = roles(values, lastRoles);
+        Set<String> active = withRole(roles, true);
+        for (String task : roles.keySet()) {
             Set<TopicPartition> changelogs = changelogPartitions(task, applicationId, subtopologyOfStore);
             if (changelogs.isEmpty()) {
                 continue;  // a stateless task (or one whose stores keep no changelog)

@@ -1,6 +1,7 @@
 package io.smoothscale.streams;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
@@ -48,16 +49,17 @@ class ReportedTasksTest {
         return new MetricName(name, ReportedTasks.TASK_GROUP, "", Map.of("thread-id", "orders-0-StreamThread-1", "task-id", task));
     }
 
+    private static MetricName store(String task) {
+        return new MetricName("put-rate", ReportedTasks.STORE_GROUP, "",
+            Map.of("thread-id", "orders-0-StreamThread-1", "task-id", task, "rocksdb-state-id", "counts"));
+    }
+
     private static MetricName fetchLag(String topic, int partition) {
         return new MetricName(ReportedTasks.RECORDS_LAG, ReportedTasks.FETCH_GROUP, "", Map.of(
             "client-id", "orders-0-StreamThread-1-restore-consumer", "topic", topic, "partition", Integer.toString(partition)));
     }
 
     /** Actives 1_1 (stateless) and 2_0, standbys 2_2 and 2_3, as Kafka Streams 3.8 to 4.4 register them. */
-    private static MetricName updater(String name) {
-        return new MetricName(name, ReportedTasks.UPDATER_GROUP, "", Map.of("thread-id", "orders-0-StateUpdater-1"));
-    }
-
     private static Map<MetricName, Object> reported(String state) {
         Map<MetricName, Object> values = new HashMap<>();
         values.put(client(ReportedTasks.STATE), state);
@@ -70,6 +72,9 @@ class ReportedTasksTest {
         values.put(task(ReportedTasks.RESTORE_REMAINING, "2_0"), 70.0);
         values.put(task(ReportedTasks.STANDBY_MARKER, "2_2"), 12.0);
         values.put(task(ReportedTasks.STANDBY_MARKER, "2_3"), 0.0);
+        for (String stateful : new String[] {"2_0", "2_2", "2_3"}) {
+            values.put(store(stateful), 0.0);
+        }
         values.put(fetchLag("orders-counts-changelog", 2), 5.0);
         values.put(fetchLag("orders-latest-changelog", 2), 7.0);
         values.put(fetchLag("orders-counts-changelog", 3), Double.NaN);
@@ -80,39 +85,44 @@ class ReportedTasksTest {
     @Test
     void aRunningClientRunsTheTasksWhoseMetricsItRegistered() {
         assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3"))),
-            ReportedTasks.running(reported("RUNNING")));
+            ReportedTasks.running(reported("RUNNING"), Map.of()));
         Map<MetricName, Object> markers = new HashMap<>(reported("RUNNING"));
         markers.keySet().removeIf(name -> !ReportedTasks.runningInput(name));
-        assertEquals(ReportedTasks.running(reported("RUNNING")), ReportedTasks.running(markers),
+        assertEquals(ReportedTasks.running(reported("RUNNING"), Map.of()), ReportedTasks.running(markers, Map.of()),
             "the follower reads only the state and the markers, every 100 ms");
-        assertEquals(Optional.empty(), ReportedTasks.running(reported("REBALANCING")),
+        assertEquals(Optional.empty(), ReportedTasks.running(reported("REBALANCING"), Map.of()),
             "tasks are read only while RUNNING, as KafkaStreams.metadataForLocalThreads() is");
     }
 
     @Test
-    void aStandbyRevivedWithoutItsMetricsRunsWhileItsRestoreConsumerFetchesItsChangelogs() {
+    void aStandbyMarkerLeftBehindWithoutItsStoresIsNotRun() {
+        // Restarted with its volume: Kafka Streams made a standby of 2_1 at start-up, on the app's main thread,
+        // then a stream thread closed it: its stores' metrics went, its update-total under "main" stayed.
+        Map<MetricName, Object> values = new HashMap<>(reported("RUNNING"));
+        values.put(new MetricName(ReportedTasks.STANDBY_MARKER, ReportedTasks.TASK_GROUP, "",
+            Map.of("thread-id", "main", "task-id", "2_1")), 0.0);
+        Map<String, Boolean> lastRoles = Map.of("2_1", false);
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3"))),
+            ReportedTasks.running(values, lastRoles));
         Map<String, Integer> stores = StoreSubtopologies.parse(topology().describe().toString());
-        Map<MetricName, Object> revived = new HashMap<>(reported("RUNNING"));
-        revived.remove(task(ReportedTasks.STANDBY_MARKER, "2_2"));  // closed dirty as corrupted, then revived
-        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_3"))), ReportedTasks.running(revived));
-        assertEquals(ReportedTasks.running(revived), ReportedTasks.running(revived, "orders", stores),
-            "no state updater counts more standbys than have markers: the restore consumer's lags may be stale");
-        revived.put(updater(ReportedTasks.STANDBYS_UPDATING), 2);
-        revived.put(updater(ReportedTasks.STANDBYS_PAUSED), 1);
-        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3", "2_9"))),
-            ReportedTasks.running(revived, "orders", stores),
-            "2_2 and 2_9 from the restore consumer's lags of their changelogs; 2_0's own, if any, stay an active's");
-        revived.put(fetchLag("orders-counts-changelog", 0), 3.0);
-        revived.put(new MetricName(ReportedTasks.RECORDS_LAG, ReportedTasks.FETCH_GROUP, "", Map.of(
-            "client-id", "orders-0-StreamThread-1-consumer", "topic", "orders-latest-changelog", "partition", "5")), 1.0);
-        revived.put(fetchLag("in", 4), 1.0);
-        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3", "2_9"))),
-            ReportedTasks.running(revived, "orders", stores),
-            "an active restoring is no standby; the main consumer's lags and other topics name no task");
-        Map<MetricName, Object> read = new HashMap<>(revived);
-        read.keySet().removeIf(name -> !ReportedTasks.runningInput(name));
-        assertEquals(ReportedTasks.running(revived, "orders", stores), ReportedTasks.running(read, "orders", stores));
-        assertEquals(Optional.empty(), ReportedTasks.running(reported("REBALANCING"), "orders", stores));
+        assertFalse(ReportedTasks.taskStates(values, lastRoles, "orders", stores, Map.of()).containsKey("2_1"));
+
+        values.put(store("2_1"), 0.0);  // a start-up standby kept as a standby keeps its stores: it runs
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_1", "2_2", "2_3"))),
+            ReportedTasks.running(values, lastRoles));
+    }
+
+    @Test
+    void aTaskRevivedAfterCorruptionRunsInTheRoleOfItsLastMarker() {
+        // Under exactly-once, 2_0 restarted with its volume was found corrupted, closed dirty (its task metrics
+        // removed) and revived: its stores registered their metrics again, its marker did not come back.
+        Map<MetricName, Object> values = new HashMap<>(reported("RUNNING"));
+        values.remove(task(ReportedTasks.ACTIVE_MARKER, "2_0"));
+        values.remove(task(ReportedTasks.RESTORE_REMAINING, "2_0"));
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1", "2_0"), Set.of("2_2", "2_3"))),
+            ReportedTasks.running(values, Map.of("2_0", true, "2_2", false)));
+        assertEquals(Optional.of(new RunningTasks(Set.of("1_1"), Set.of("2_2", "2_3"))),
+            ReportedTasks.running(values, Map.of()), "no marker ever seen: not counted");
     }
 
     @Test
@@ -123,14 +133,14 @@ class ReportedTasksTest {
             new TopicPartition("orders-counts-changelog", 2), 30L, new TopicPartition("orders-latest-changelog", 2), 20L,
             new TopicPartition("orders-counts-changelog", 3), 8L, new TopicPartition("orders-latest-changelog", 3), 4L);
 
-        Map<String, TaskStates.TaskState> running = ReportedTasks.taskStates(reported("RUNNING"), "orders", stores, ends);
+        Map<String, TaskStates.TaskState> running = ReportedTasks.taskStates(reported("RUNNING"), Map.of(), "orders", stores, ends);
         assertEquals(Map.of(
             "2_0", new TaskStates.TaskState(0, 150),   // running: every active has restored
             "2_2", new TaskStates.TaskState(12, 50),   // the restore consumer's lag of each store
             "2_3", new TaskStates.TaskState(12, 12)),  // not fetched yet: all of it behind
             running, "1_1 is stateless: no state, no lag");
 
-        Map<String, TaskStates.TaskState> restoring = ReportedTasks.taskStates(reported("REBALANCING"), "orders", stores, ends);
+        Map<String, TaskStates.TaskState> restoring = ReportedTasks.taskStates(reported("REBALANCING"), Map.of(), "orders", stores, ends);
         assertEquals(new TaskStates.TaskState(70, 150), restoring.get("2_0"), "an active still restoring");
     }
 
