@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -379,13 +379,52 @@ def read_committed(bootstrap: str, topic: str, idle_seconds: float = 5, timeout:
     return records
 
 
+def read_whole(bootstrap: str, topic: str, timeout: float = 120) -> list[tuple[str, str]]:
+    """Every record of `topic` up to the end offsets it had when called, as (key, value) pairs: exact for a
+    topic written without transactions (an input topic), where `read_committed`'s idle wait can stop early on
+    a loaded machine. Raises TimeoutError when the end is not reached within `timeout` seconds."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"whole-{topic}-{time.monotonic_ns()}", **QUIET}
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=30).topics[topic]
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in metadata.partitions
+        }
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p, end in ends.items() if end > 0])
+        left = {p for p, end in ends.items() if end > 0}
+        records: list[tuple[str, str]] = []
+        deadline = time.monotonic() + timeout
+        while left:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{topic}: partitions {sorted(left)} not read to their end within {timeout} s"
+                )
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            partition, offset = message.partition(), message.offset()
+            if partition is None or offset is None:
+                continue
+            if partition in left and offset < ends[partition]:
+                key, value = message.key(), message.value()
+                records.append((key.decode() if key else "", value.decode() if value else ""))
+            if offset + 1 >= ends[partition]:
+                left.discard(partition)
+        return records
+    finally:
+        consumer.close()
+
+
 CUSTOMERS = 10
 """The customers the tests' orders go to (order i to customer i mod 10), so that totals add up."""
 
 
 def produce_orders(bootstrap: str, topic: str, first: int, count: int) -> None:
     """Orders `first` .. `first + count - 1`, each keyed by its id, `customer-<i mod 10>:<i mod 7 + 1>`."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
+    # Idempotent: a send librdkafka retries after a broker restart is written once.
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, **QUIET})
     for index in range(first, first + count):
         producer.produce(topic, key=f"order-{index}".encode(), value=order_value(index).encode())
     if producer.flush(30) != 0:

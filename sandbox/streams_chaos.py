@@ -44,7 +44,7 @@ from .api_links import Cut
 from .background import running
 from .harness import Sandbox
 from .kafka.broker import KafkaCluster
-from .kafka_streams import SampleApp, latest_totals, produce_orders, read_committed, totals_of
+from .kafka_streams import SampleApp, latest_totals, produce_orders, read_whole, totals_of
 from .streams_app import crash, settle, streams_app
 
 APP = "chaos-shop"
@@ -190,7 +190,7 @@ def run_chaos(
             )
     # Expected from the input topic itself, not from the orders sent: a send the producer could not confirm
     # (a broker restarting) may still have landed, and is sent again with the next fault's orders.
-    inputs = [value for _, value in read_committed(bootstrap, orders, idle_seconds=5)]
+    inputs = [value for _, value in read_whole(bootstrap, orders)]
     expected = totals_of(inputs)
     counted = latest_totals(bootstrap, totals, produced, expected=expected)
     wrong = {c: (counted.get(c), want) for c, want in expected.items() if counted.get(c) != want}

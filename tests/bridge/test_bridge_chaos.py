@@ -14,7 +14,7 @@ import pytest
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kafka.broker import KafkaCluster
-from smoothscale.sandbox.kafka_streams import create_sample_topics
+from smoothscale.sandbox.kafka_streams import create_sample_topics, order_value, produce_orders, read_whole
 from smoothscale.sandbox.streams_chaos import PARTITIONS, ChaosTimes, run_chaos
 
 # With a third fault (a lost volume) it took 5 minutes on 2 cores under a load average of 50.
@@ -49,3 +49,15 @@ def test_the_app_rides_out_its_leader_cut_off_from_the_api_server_and_an_api_ser
     assert result["double_actives"] == 0, result["double_actives_seen"]
     assert result["double_active_samples"] > 20, "Kafka's view of the group was sampled throughout"
     assert result["final_equals_plan"], result
+
+
+def test_the_input_is_read_to_the_end_it_had(kafka_racks: KafkaCluster, tmp_path: Path) -> None:
+    """The totals the chaos run expects come from the input topic itself: read to the end offsets it had, not
+    until no record came for a while (which a loaded machine can cut short)."""
+    bootstrap = kafka_racks.bootstrap_servers
+    orders, _ = create_sample_topics(bootstrap, tmp_path.name[-12:].replace("_", "-").strip("-"), PARTITIONS)
+    produce_orders(bootstrap, orders, 0, 500)
+    read = read_whole(bootstrap, orders)
+    produce_orders(bootstrap, orders, 500, 10)  # after the call: not read
+    assert sorted(value for _, value in read) == sorted(order_value(i) for i in range(500))
+    assert len({key for key, _ in read}) == 500
