@@ -12,4 +12,6 @@ if [[ "${SMOOTHSCALE_MAVEN_OFFLINE:-0}" == 1 ]]; then offline=(-o); fi
 mvn -B -ntp "${offline[@]}" install
 # The Spring Boot sample (bridge/spring-boot-app) builds on its own, under Spring Boot's parent (which manages its
 # Kafka version), from the smoothscale-streams and orders-topology the reactor just installed.
-mvn -B -ntp "${offline[@]}" -f spring-boot-app/pom.xml package
+# `clean`: an up-to-date jar of its own would be kept with the libraries nested in it before (a changed bridge
+# would not reach it).
+mvn -B -ntp "${offline[@]}" -f spring-boot-app/pom.xml clean package

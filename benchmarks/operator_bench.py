@@ -17,6 +17,7 @@ last line is one JSON object of figures.
 
     python benchmarks/operator_bench.py            # everything (a few minutes)
     python benchmarks/operator_bench.py --quick    # fewer repeats, 20 apps
+    python benchmarks/operator_bench.py --steady-only   # the steady state alone
 """
 
 from __future__ import annotations
@@ -249,7 +250,7 @@ def _promotion_delays(
     return delays
 
 
-def steady_state(apps: int, window: float, log: Path) -> dict[str, Any]:
+def steady_state(apps: int, window: float, log: Path, settle_timeout: float = 600.0) -> dict[str, Any]:
     """Measurement 3: `apps` apps of 10 pods, converged, scraped at the default interval."""
     with (
         cluster(tick=0.5, restore_rate=1_000_000) as c,
@@ -258,7 +259,7 @@ def steady_state(apps: int, window: float, log: Path) -> dict[str, Any]:
         started = time.monotonic()
         for index in range(apps):
             c.apply(streamsapp(f"app{index:03d}", replicas=10, partitions=20))
-        wait_for(lambda: c.stable_apps() == apps, timeout=600, interval=2.0)
+        wait_for(lambda: c.stable_apps() == apps, timeout=settle_timeout, interval=2.0)
         settle = time.monotonic() - started
         time.sleep(STEADY_SCRAPE_INTERVAL)  # let the last status writes and probes pass
         cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
@@ -295,13 +296,22 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="3 scale-ups, 20 apps, a 15 s window")
+    parser.add_argument("--steady-only", action="store_true", help="only measurement 3, the steady state")
+    parser.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=600.0,
+        help="seconds the steady state's apps may take to converge (a loaded machine needs more)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="operator-bench-") as tmp:
         log = Path(tmp) / "operator.log"
-        figures = reactions(3 if args.quick else 7, log)
+        figures = {} if args.steady_only else reactions(3 if args.quick else 7, log)
         print(f"reactions: {figures}", flush=True)
-        steady = steady_state(20 if args.quick else 100, 15.0 if args.quick else 30.0, log)
+        steady = steady_state(
+            20 if args.quick else 100, 15.0 if args.quick else 30.0, log, args.settle_timeout
+        )
         print(f"steady state: {steady}", flush=True)
         figures.update(steady)
     print(json.dumps(figures))

@@ -2,7 +2,8 @@
 
 It starts an emulated API server, the kubelet stand-in (a real worker process per pod) and the operator,
 applies an example StreamsApp, then scales out, scales in, swaps the hosts and crashes a pod, showing each
-step live; it ends with a summary, a PNG timeline, and exit status 1 if any invariant broke.
+step live; it ends with a summary, a PNG timeline, and exit status 1 if any invariant broke. With `--kafka
+--app-jar` every pod runs the user's own Kafka Streams app (`smoothscale.sandbox.app_process`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ import sys
 import tempfile
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from smoothscale.sandbox.demo_kafka import InputTopic
 
 
 @click.command("demo")
@@ -53,13 +58,80 @@ import click
     help="Run on a real control plane (etcd, kube-apiserver, kube-controller-manager) from this folder, the "
     "one tools/kube/build.sh prints, instead of the embedded emulator.",
 )
+@click.option(
+    "--app-jar",
+    "app_jars",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True, readable=True, path_type=Path),
+    help="With --kafka: run your own Kafka Streams app as every pod's process. Repeat for more jars: they go "
+    "on the class path in this order, the bridge's jar after them unless one holds it.",
+)
+@click.option(
+    "--app-main",
+    default=None,
+    metavar="CLASS",
+    help="With --app-jar: the app's main class [default: the first jar runs with java -jar].",
+)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="TOPIC:PARTITIONS[:RECORDS_PER_S]",
+    callback=lambda _ctx, _param, values: [_input_topic(value) for value in values],
+    help="With --app-jar: an input topic to create (partition p in zone p mod 3) and feed with keyed string "
+    "records (key order-<n>, value customer-<n mod 10>:<amount>) [default rate: 10 a second]. Repeatable.",
+)
+@click.option(
+    "--app-env",
+    multiple=True,
+    metavar="NAME=VALUE",
+    callback=lambda _ctx, _param, values: [_variable(value) for value in values],
+    help="With --app-jar: a variable of every pod's environment (how the app gets its settings). Repeatable.",
+)
+@click.option(
+    "--json",
+    "json_figures",
+    is_flag=True,
+    help="End with one JSON object: per step settled_s, moved, handover_p50_s, handover_max_s, fallbacks, "
+    "plan_matches_kafka, balanced.",
+)
 def demo_command(
-    output_dir: Path | None, speed: float, keep: bool, api_port: int, kafka: bool, kube_bin: Path | None
+    output_dir: Path | None,
+    speed: float,
+    keep: bool,
+    api_port: int,
+    kafka: bool,
+    kube_bin: Path | None,
+    app_jars: tuple[Path, ...],
+    app_main: str | None,
+    inputs: list[InputTopic],
+    app_env: list[tuple[str, str]],
+    json_figures: bool,
 ) -> None:
     """Run the operator on an emulated cluster (or a real API server: --kube-bin) through scale-out,
     scale-in, a host swap and a pod crash."""
     # Imported here so that `smoothscale --help` does not load the operator, kopf or matplotlib.
+    from smoothscale.sandbox.app_process import AppJarError, AppProcess  # noqa: PLC0415
+    from smoothscale.sandbox.demo_kafka import OwnApp  # noqa: PLC0415
     from smoothscale.sandbox.demo_main import run_demo  # noqa: PLC0415
+
+    own_app = None
+    if app_jars:
+        if not kafka:
+            raise click.UsageError("--app-jar needs --kafka: your app runs against the demo's real brokers")
+        topics = [i.topic for i in inputs]
+        if len(set(topics)) != len(topics):
+            raise click.BadParameter(f"a topic is given twice: {sorted(topics)}", param_hint="'--input'")
+        process = AppProcess(tuple(app_jars), app_main)
+        try:
+            process.check()
+        except AppJarError as error:
+            raise click.BadParameter(str(error), param_hint="'--app-jar'") from error
+        own_app = OwnApp(process, tuple(inputs), dict(app_env))
+    else:
+        for given, option in ((app_main, "--app-main"), (inputs, "--input"), (app_env, "--app-env")):
+            if given:
+                raise click.UsageError(f"{option} needs --app-jar (and --kafka): it describes your own app")
 
     directory = output_dir or Path(tempfile.mkdtemp(prefix="smoothscale-demo-"))
 
@@ -68,6 +140,33 @@ def demo_command(
 
     signal.signal(signal.SIGTERM, stop)
     exit_code = run_demo(
-        directory, sys.stdout, speed=speed, keep=keep, api_port=api_port, kafka=kafka, kube_bin=kube_bin
+        directory,
+        sys.stdout,
+        speed=speed,
+        keep=keep,
+        api_port=api_port,
+        kafka=kafka,
+        kube_bin=kube_bin,
+        own_app=own_app,
+        json_figures=json_figures,
     )
     sys.exit(exit_code)
+
+
+def _input_topic(text: str) -> InputTopic:
+    from smoothscale.sandbox.demo_kafka import InputTopic  # noqa: PLC0415
+
+    try:
+        return InputTopic.parse(text)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="'--input'") from error
+
+
+def _variable(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+        raise click.BadParameter(
+            f"{text!r} is not NAME=VALUE with NAME made of letters, digits and _ (ORDERS_TOPIC=orders)",
+            param_hint="'--app-env'",
+        )
+    return name, value

@@ -19,9 +19,12 @@ from smoothscale.contract import names as contract
 from . import environment as env
 from . import invariants
 from .harness import Sandbox
-from .observe import PodView, Snapshot, settle
+from .observe import GroupView, PodView, Snapshot, processing_intervals, settle
+from .records import handovers, longest_gaps
 
 APP = "orders"
+NO_PUBLICATION = "no_publication"
+"""The bridge's fallback reason when nothing is published (`FallbackReason`)."""
 NAMESPACE = "default"
 PARTITIONS = 6
 """Per subtopology: 12 tasks, 6 of them stateful."""
@@ -94,6 +97,16 @@ class StepResult:
     handover_gaps: list[float] = field(default_factory=list)
     """Seconds each moved task went unprocessed between its old and its new owner."""
     violations: list[str] = field(default_factory=list)
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    """The bridge's fallbacks counted during the step, by reason (Kafka Streams pods)."""
+    before_first_plan: int = 0
+    """Rebalances led with nothing published yet (`no_publication`) while the app was being created: the
+    operator plans once a pod has reported the topology, so these precede any plan and are no fallback from
+    one."""
+    plan_matches_kafka: bool | None = None
+    """At the step's end, whether Kafka's view of the group was the published plan (None: not read)."""
+    balanced: bool | None = None
+    """At the step's end, whether the published actives were balanced over the pods and the zones."""
 
     @property
     def seconds(self) -> float | None:
@@ -107,6 +120,7 @@ class _Step:
     act: Callable[[], Any]
     done: Callable[[Snapshot], bool] = lambda _: True
     gap_checked: bool = True
+    creates: bool = False
 
 
 class Walkthrough:
@@ -122,10 +136,12 @@ class Walkthrough:
         sample_seconds: float = 1.0,
         app: Mapping[str, Any] | None = None,
         records: bool = True,
+        group_view: GroupView | None = None,
     ) -> None:
         """`app` is the StreamsApp to walk (`demo_app()` unless given); `records` says whether its pods write
         the sample workers' records, from which the processing gaps and a crashed pod's rebuilt state are
-        judged (Kafka Streams pods do not: `demo_kafka` checks their output instead)."""
+        judged (Kafka Streams pods do not: their gaps and hand-overs are judged from the snapshots, and
+        `demo_kafka` checks their output); `group_view` reads Kafka's view of the group at each snapshot."""
         self.sandbox = sandbox
         self._app = dict(app or demo_app())
         self._records = records
@@ -135,6 +151,8 @@ class Walkthrough:
         self._max_gap = max_gap
         self._sample_seconds = sample_seconds
         self._crash: tuple[str, float] | None = None
+        self._group_view = group_view
+        self._fallbacks_seen: dict[tuple[str, str], int] = {}
 
     def run(self) -> list[StepResult]:
         steps = self._steps()
@@ -178,6 +196,7 @@ class Walkthrough:
                 "apply the StreamsApp: 3 pods over 3 zones",
                 lambda: sandbox.apply(self._app),
                 gap_checked=False,
+                creates=True,
             ),
             _Step("scale-out", "3 -> 6 pods: warmups restore first, then tasks move", scale(6)),
             _Step("scale-in", "6 -> 3 pods: leaving pods hand their tasks back first", scale(3)),
@@ -197,6 +216,7 @@ class Walkthrough:
             result.first_generation = result.first_generation or snapshot.generation
             result.last_generation = snapshot.generation
             result.max_warmups = max(result.max_warmups, snapshot.warmups)
+            self._count_fallbacks(snapshot, result, creating=step.creates)
 
         settled = settle(
             self.sandbox,
@@ -206,19 +226,54 @@ class Walkthrough:
             also=step.done,
             on_snapshot=seen,
             sample_seconds=self._sample_seconds,
+            group_view=self._group_view,
         )
+        last = self.timeline[-1]
+        result.plan_matches_kafka = last.plan_matches_kafka
+        zone_of = {pod.name: pod.zone for pod in last.pods if not pod.leaving}
+        result.balanced = not invariants.imbalance(self.sandbox.publication(APP), zone_of)
         return None if settled is None else settled.at
 
+    def _count_fallbacks(self, snapshot: Snapshot, result: StepResult, *, creating: bool) -> None:
+        """Add what each pod's counters rose by since the last snapshot (a counter lower than before is a
+        new process of the pod, which counted from 0; a pod seen for the first time too)."""
+        for pod in snapshot.pods:
+            for reason, value in pod.fallbacks.items():
+                before = self._fallbacks_seen.get((pod.name, reason), 0)
+                rise = value - before if value >= before else value
+                self._fallbacks_seen[pod.name, reason] = value
+                if creating and reason == NO_PUBLICATION:
+                    result.before_first_plan += rise
+                elif rise:
+                    result.fallbacks[reason] = result.fallbacks.get(reason, 0) + rise
+
     def _check(self, results: list[StepResult], gap_checked: Sequence[_Step]) -> None:
-        tasks = demo_tasks()
+        tasks = list(self.timeline[-1].tasks) if self.timeline and self.timeline[-1].tasks else demo_tasks()
         final = results[-1]
         if self._records:
             self._check_records(results, gap_checked)
+        else:
+            self._check_snapshots(results, gap_checked, tasks)
         if all(result.settled is not None for result in results):
             publication = self.sandbox.publication(APP)
             zone_of = {pod.name: pod.zone for pod in self.timeline[-1].pods}
             final.violations += invariants.imbalance(publication, zone_of)
             final.violations += invariants.every_task_once(publication, tasks)
+
+    def _check_snapshots(
+        self, results: list[StepResult], gap_checked: Sequence[_Step], tasks: Sequence[str]
+    ) -> None:
+        """Gaps and hand-overs from the snapshots (`observe.processing_intervals`), for pods that write no
+        records: coarser (a snapshot a second), the same judgement."""
+        intervals = processing_intervals(self.timeline)
+        checked = {step.name for step in gap_checked}
+        for result in results:
+            if result.name in checked and result.settled is not None:
+                gaps = longest_gaps(intervals, tasks, result.started, result.settled)
+                result.worst_gap = max(gaps.values(), default=0.0)
+                handed = handovers(intervals, result.started, result.settled)
+                result.handover_gaps = [handover.gap for handover in handed]
+                result.violations += invariants.gaps_beyond(gaps, self._max_gap)
 
     def _check_records(self, results: list[StepResult], gap_checked: Sequence[_Step]) -> None:
         """From the workers' records: no task unprocessed longer than `max_gap` in a step, the crashed pod

@@ -1,11 +1,15 @@
 """`smoothscale demo --kafka`: three real Kafka brokers, one per zone, and real Kafka Streams pods.
 
-The app is the Java sample app (`bridge/sample-app`, `spec.runtime: KafkaStreams`), run by the kubelet
-stand-in as each pod's process, through the demo's steps. Three brokers rather than one: partition p of each
+The app is the Java sample app (`bridge/sample-app`, `spec.runtime: KafkaStreams`), or the user's own
+(`OwnApp`: `--app-jar`), run by the kubelet stand-in as each pod's process, through the demo's steps.
+Three brokers rather than one: partition p of each
 input topic lives on the broker of zone p mod 3 (`broker.rack`), so the operator reads real racks, places
 every active task in its partitions' zone, and reports what it read in `status.kafka`. Orders flow in all
 along (`OrderFeed`); at the end every order must be counted exactly once in the totals, and Kafka's own view
-of the group must be the operator's plan (`kafka_checks`).
+of the group must be the operator's plan (`kafka_checks`). The user's app gets the input topics it names
+(`InputTopic`), fed with the same keyed string records; what it makes of them is its own business: the
+demo judges what it can see for any app (every task processing on its planned owner, Kafka's view of the
+group, balance, the bridge's fallbacks).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,6 +26,7 @@ from confluent_kafka import KafkaException
 
 from smoothscale.contract.publication import Publication
 
+from .app_process import AppProcess
 from .demo import APP, NAMESPACE, PARTITIONS, demo_app
 from .kafka.broker import KafkaCluster
 from .kafka.topics import create_topic
@@ -32,19 +38,57 @@ REPARTITION = f"{APP}-by-customer-repartition"
 """The sample app's repartition topic (its application id is the app's name): subtopology 1's input."""
 
 
-@contextmanager
-def demo_kafka(output_dir: Path, out: TextIO) -> Iterator[dict[str, Any]]:
-    """Start the brokers and the topics; yields the app's `spec.kafka`; stops the brokers after. The
+@dataclass(frozen=True)
+class InputTopic:
+    """`--input TOPIC:PARTITIONS[:RECORDS_PER_S]`: a topic the demo creates and feeds."""
+
+    topic: str
+    partitions: int
+    rate: int = 10
+
+    @classmethod
+    def parse(cls, text: str) -> InputTopic:
+        """From `TOPIC:PARTITIONS[:RECORDS_PER_S]`; a ValueError saying what is wrong otherwise."""
+        parts = text.split(":")
+        if len(parts) not in (2, 3) or not parts[0]:
+            raise ValueError(f"{text!r} is not TOPIC:PARTITIONS[:RECORDS_PER_S] (orders:6 or orders:6:20)")
+        numbers = []
+        for name, value in zip(("PARTITIONS", "RECORDS_PER_S"), parts[1:], strict=False):
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{text!r}: {name} must be a whole number of at least 1, got {value!r}")
+            numbers.append(int(value))
+        return cls(parts[0], *numbers)
+
+
+@dataclass(frozen=True)
+class OwnApp:
+    """The user's app for the demo: how its pods run (`AppProcess`), the input topics to create and feed,
+    and the environment every pod gets (how such an app receives its settings, the bridge's among them)."""
+
+    process: AppProcess
+    inputs: tuple[InputTopic, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def sample_topics() -> dict[str, int]:
+    """The sample app's topics and their partitions: its input, output and repartition topics. The
     repartition topic is created here too, zone by zone like the others, so that the operator reads its
     racks from the start (Kafka Streams accepts an internal topic that exists with its partition count)."""
+    subtopologies = demo_app()["spec"]["topology"]["subtopologies"]
+    inputs = {topic for sub in subtopologies for topic in sub["inputTopics"]}
+    return dict.fromkeys(sorted(inputs | {REPARTITION, TOTALS}), PARTITIONS)
+
+
+@contextmanager
+def demo_kafka(output_dir: Path, out: TextIO, topics: Mapping[str, int]) -> Iterator[dict[str, Any]]:
+    """Start the brokers and create `topics` (name: partitions), partition p on the broker of zone p mod 3;
+    yields the app's `spec.kafka`; stops the brokers after."""
     out.write("starting 3 Kafka brokers (zone-a, zone-b, zone-c)...\n")
     out.flush()
     with KafkaCluster(output_dir / "kafka", output_dir / "kafka-logs", brokers=3) as cluster:
         bootstrap = cluster.bootstrap_servers
-        subtopologies = demo_app()["spec"]["topology"]["subtopologies"]
-        inputs = {topic for sub in subtopologies for topic in sub["inputTopics"]}
-        for topic in sorted(inputs | {REPARTITION, TOTALS}):
-            create_topic(bootstrap, topic, PARTITIONS, replicas=[[p % 3 + 1] for p in range(PARTITIONS)])
+        for topic, partitions in topics.items():
+            create_topic(bootstrap, topic, partitions, replicas=[[p % 3 + 1] for p in range(partitions)])
         out.write(f"Kafka {bootstrap}, broker logs in {cluster.log_dir}\n")
         yield {"bootstrapServers": bootstrap, "refreshInterval": "5s", "timeout": "3s"}
 
@@ -54,30 +98,51 @@ def kafka_streams_app(spec_kafka: Mapping[str, Any]) -> dict[str, Any]:
     sample app's repartition topic; a killed instance leaves the group after 10 s, not Kafka's 45 s. The
     acceptable recovery lag is 100, not 2,000: the orders fill each changelog by tens of records a second,
     so that against 2,000 every new pod would count as caught up and no warmup would show."""
+    env = {"ORDERS_TOPIC": ORDERS, "TOTALS_TOPIC": TOTALS, "STREAMS_SESSION_TIMEOUT_MS": "10000"}
+    app = _kafka_streams(spec_kafka, env)
+    app["spec"]["topology"]["subtopologies"][1]["inputTopics"] = [REPARTITION]
+    return app
+
+
+def own_streams_app(spec_kafka: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The user's app as the demo's StreamsApp: no `spec.topology` (the bridge on the group leader reports
+    it, and the operator plans with it), the pods' environment `env`, the bridge's metrics port (9494: no
+    common framework's default)."""
+    app = _kafka_streams(spec_kafka, env)
+    del app["spec"]["topology"]
+    app["spec"]["metrics"]["port"] = 9494
+    return app
+
+
+def _kafka_streams(spec_kafka: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     app = demo_app(kafka=spec_kafka)
     spec = app["spec"]
     spec["runtime"] = "KafkaStreams"
     spec["assignment"]["acceptableRecoveryLag"] = 100
-    spec["topology"]["subtopologies"][1]["inputTopics"] = [REPARTITION]
-    env = {"ORDERS_TOPIC": ORDERS, "TOTALS_TOPIC": TOTALS, "STREAMS_SESSION_TIMEOUT_MS": "10000"}
     container = spec["template"]["spec"]["containers"][0]
     container["env"] = [{"name": name, "value": value} for name, value in env.items()]
     return app
 
 
 class OrderFeed:
-    """Orders into the input topic, `rate` a second, in batches, for as long as `run` runs (in
-    `background.running`); `count` is how many the brokers acknowledged."""
+    """Orders (keyed string records: key `order-<n>`, value `customer-<n mod 10>:<amount>`) into each topic
+    of `rates` at its rate a second, in batches, for as long as `run` runs (in `background.running`);
+    `count` is how many the brokers acknowledged, over every topic."""
 
-    def __init__(self, bootstrap: str, rate: int = 20) -> None:
+    def __init__(self, bootstrap: str, rates: Mapping[str, int]) -> None:
         self._bootstrap = bootstrap
-        self._rate = rate
-        self.count = 0
+        self._rates = dict(rates)
+        self.counts = dict.fromkeys(self._rates, 0)
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts.values())
 
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(1.0):
-            produce_orders(self._bootstrap, ORDERS, self.count, self._rate)
-            self.count += self._rate
+            for topic, rate in self._rates.items():
+                produce_orders(self._bootstrap, topic, self.counts[topic], rate)
+                self.counts[topic] += rate
 
 
 def kafka_checks(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -16,9 +17,20 @@ from .addresses import port_free
 from .background import running
 from .control_plane import Binaries, ControlPlane, RunningControlPlane
 from .demo import APP, ProgressView, Walkthrough, worker_env
-from .demo_kafka import OrderFeed, demo_kafka, kafka_checks, kafka_streams_app, kafka_summary
+from .demo_kafka import (
+    ORDERS,
+    OrderFeed,
+    OwnApp,
+    demo_kafka,
+    kafka_checks,
+    kafka_streams_app,
+    kafka_summary,
+    own_streams_app,
+    sample_topics,
+)
+from .group_view import GroupView
 from .harness import Sandbox
-from .report import summary_table, timeline_png
+from .report import step_failures, step_figures, summary_table, timeline_png
 
 
 def run_demo(
@@ -30,16 +42,22 @@ def run_demo(
     api_port: int = 0,
     kube_bin: Path | None = None,
     kafka: bool = False,
+    own_app: OwnApp | None = None,
+    json_figures: bool = False,
 ) -> int:
     """0 when every step settled and no invariant broke, else 1. Every process it started is stopped before
     it returns (with `keep`, only once SIGINT or SIGTERM arrives). With `kube_bin` (the folder
     `tools/kube/build.sh` fills) the demo runs on a real control plane of its own instead of the emulator
     (`api_port` is then not used). With `kafka`, the pods are real Kafka Streams instances of the Java sample
-    app against three real brokers, one per zone, whose racks the operator reads (`demo_kafka`); `speed`
-    then does not apply."""
+    app (or of the user's `own_app`) against three real brokers, one per zone, whose racks the operator reads
+    (`demo_kafka`); `speed` then does not apply, and a step also fails when it ends unbalanced, with Kafka's
+    view of the group other than the plan, or with a fallback of the bridge. `json_figures` ends the output
+    with one JSON object of every step's figures (`report.step_figures`)."""
     first_address = _first_free_block()
+    kafka = kafka or own_app is not None
     with contextlib.ExitStack() as stack:
-        spec_kafka = stack.enter_context(demo_kafka(output_dir, out)) if kafka else None
+        topics = sample_topics() if own_app is None else {i.topic: i.partitions for i in own_app.inputs}
+        spec_kafka = stack.enter_context(demo_kafka(output_dir, out, topics)) if kafka else None
         bootstrap = None if spec_kafka is None else str(spec_kafka["bootstrapServers"])
         api_server = None if kube_bin is None else stack.enter_context(_real_api_server(output_dir, kube_bin))
         sandbox = stack.enter_context(
@@ -50,6 +68,7 @@ def run_demo(
                 first_address=first_address,
                 api_server=api_server,
                 kafka_bootstrap=bootstrap,
+                kafka_app=None if own_app is None else own_app.process,
             )
         )
         assert sandbox.cluster is not None
@@ -58,20 +77,35 @@ def run_demo(
             walkthrough = Walkthrough(sandbox, view=ProgressView(out))
             results = walkthrough.run()
         else:
-            # JVMs start, restore and rebalance in tens of seconds on a loaded machine, not in seconds.
-            app = kafka_streams_app(spec_kafka)
+            # JVMs start, restore and rebalance in tens of seconds on a loaded machine, not in seconds: a
+            # crashed pod's JVM alone may take 20 s to start again.
+            if own_app is None:
+                app, rates = kafka_streams_app(spec_kafka), {ORDERS: 20}
+            else:
+                app = own_streams_app(spec_kafka, own_app.env)
+                rates = {i.topic: i.rate for i in own_app.inputs}
             walkthrough = Walkthrough(
-                sandbox, view=ProgressView(out), app=app, records=False, step_timeout=300
+                sandbox,
+                view=ProgressView(out),
+                app=app,
+                records=False,
+                step_timeout=300,
+                max_gap=60,
+                sample_seconds=0.5,
+                group_view=GroupView(bootstrap),
             )
-            feed = OrderFeed(bootstrap)
-            with running(feed.run, "order-feed"):
+            feed = OrderFeed(bootstrap, rates)
+            with running(feed.run, "record-feed"):
                 results = walkthrough.run()
-            out.write(f"checking the totals of {feed.count} orders and Kafka's view of the group...\n")
-            out.flush()
-            publication = sandbox.publication(APP)
-            results[-1].violations += kafka_checks(
-                bootstrap, output_dir / "kafka-reader", publication, feed.count
-            )
+            if own_app is None:
+                out.write(f"checking the totals of {feed.count} orders and Kafka's view of the group...\n")
+                out.flush()
+                publication = sandbox.publication(APP)
+                results[-1].violations += kafka_checks(
+                    bootstrap, output_dir / "kafka-reader", publication, feed.count
+                )
+            for result in results:
+                result.violations += step_failures(result)
         png = timeline_png(walkthrough.timeline, results, output_dir / "timeline.png")
         violations = [f"{result.name}: {text}" for result in results for text in result.violations]
         out.write("\n" + summary_table(results) + "\n")
@@ -81,6 +115,10 @@ def run_demo(
         if spec_kafka is not None:
             out.write(kafka_summary(sandbox.app(APP).get("status") or {}) + "\n")
         out.write("all invariants held\n" if not violations else f"{len(violations)} invariant(s) broken\n")
+        if json_figures:
+            figures = {result.name: step_figures(result) for result in results}
+            out.write(json.dumps({"steps": figures, "exit_status": 1 if violations else 0}) + "\n")
+        out.flush()
         if keep:
             _wait_for_a_signal(out, sandbox.kubeconfig)
     return 1 if violations else 0

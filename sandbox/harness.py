@@ -29,6 +29,7 @@ from smoothscale.contract.publication import Publication
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
 from .api_links import ApiLinks
+from .app_process import AppProcess
 from .kafka_streams import KafkaStreamsCommand, by_runtime
 from .kubelet import DEFAULT_ZONES, Kubelet
 from .processruntime import worker_runtime
@@ -65,7 +66,8 @@ class Sandbox:
     `kafka_bootstrap`, the pods of a StreamsApp with `spec.runtime: KafkaStreams` run the Java sample app
     (`kafka_streams.KafkaStreamsCommand`) against that broker; the others run the sample worker. With
     `api_links` too, each of those pods reaches the API server through a link of its own that `api_links.cut`
-    can cut (`api_links.ApiLinks`).
+    can cut (`api_links.ApiLinks`). With `kafka_app` too, those pods run the user's own app instead of the
+    sample (`app_process.AppProcess`).
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class Sandbox:
         keep_requests: bool = False,
         kafka_bootstrap: str | None = None,
         api_links: bool = False,
+        kafka_app: AppProcess | None = None,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
@@ -100,6 +103,7 @@ class Sandbox:
         self._keep_requests = keep_requests
         self._kafka_bootstrap = kafka_bootstrap
         self._api_links = api_links
+        self._kafka_app = kafka_app
         self.api_links: ApiLinks | None = None
         self._emulator_thread: EmulatorThread | None = None
         self._cleanup = contextlib.ExitStack()
@@ -138,7 +142,9 @@ class Sandbox:
             if self._kafka_bootstrap is not None:
                 if self._api_links:
                     self.api_links = cleanup.enter_context(ApiLinks(self.kubeconfig, self.root / "api-links"))
-                java = KafkaStreamsCommand(self.kubeconfig, self._kafka_bootstrap, self.api_links)
+                java = KafkaStreamsCommand(
+                    self.kubeconfig, self._kafka_bootstrap, self.api_links, app=self._kafka_app
+                )
                 runtime.command = by_runtime(runtime.command, java)
             self.kubelet = cleanup.enter_context(
                 Kubelet(

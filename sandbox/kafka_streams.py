@@ -32,7 +32,10 @@ from smoothscale.operator.publish import build_assignment_configmap
 from smoothscale.operator.resource import Runtime
 
 from .api_links import ApiLinks
+from .app_process import AppProcess
+from .group_view import group_actives
 from .kafka import jars
+from .kafka.topics import QUIET
 from .podruntime import Launch
 from .processruntime import Command, CommandBuilder, pod_env
 
@@ -40,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
 SPRING_SAMPLE_JAR = ROOT / "bridge/spring-boot-app/target/spring-boot-sample.jar"
 BROKER_ASSIGNOR_JAR = ROOT / "bridge/broker-assignor/target/smoothscale-broker-assignor.jar"
-QUIET = {"log_level": 0}
+BRIDGE_JAR = ROOT / "bridge/smoothscale-streams/target/smoothscale-streams-0.1.0.jar"
 JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
 POD_JAVA = (*JAVA[:-1], "-XX:TieredStopAtLevel=1", "-jar")
 """A sandbox pod's JVM compiles with C1 only, as the sandbox's brokers do: the sample app's work is light, and
@@ -64,6 +67,12 @@ def broker_assignor_jar() -> Path:
     """The jar of smoothscale's broker-side streams assignor (`bridge/broker-assignor`), built like
     `sample_jar`: what a sandbox broker puts on its class path (`KafkaCluster(streams_assignor=...)`)."""
     return _bridge_jar(BROKER_ASSIGNOR_JAR)
+
+
+def bridge_jar() -> Path:
+    """The bridge's own jar (`bridge/smoothscale-streams`, its dependencies shaded in), built like
+    `sample_jar`: what the demo adds to a user's app that does not hold it yet."""
+    return _bridge_jar(BRIDGE_JAR)
 
 
 def _bridge_jar(jar: Path) -> Path:
@@ -215,28 +224,23 @@ class SampleApp:
 
     def kafka_view(self) -> dict[str, set[str]]:
         """Kafka's own view of who runs what: the active tasks each pod's consumers own in the group."""
-        client = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
-        group = client.describe_consumer_groups([self.app])[self.app].result(timeout=30)
-        view: dict[str, set[str]] = {}
-        for member in group.members:
-            pod = member.client_id.split("-StreamThread-")[0]
-            tasks = view.setdefault(pod, set())
-            for partition in member.assignment.topic_partitions:
-                subtopology = "1" if partition.topic.endswith("by-customer-repartition") else "0"
-                tasks.add(f"{subtopology}_{partition.partition}")
-        return view
+        return group_actives(
+            self.bootstrap, self.app, lambda topic: "1" if topic.endswith("by-customer-repartition") else "0"
+        )
 
 
 @dataclass(frozen=True)
 class KafkaStreamsCommand:
-    """The Java sample app as a pod's process: the pod's environment (its `ORDERS_TOPIC` and `TOTALS_TOPIC`,
-    say, and any `STREAMS_<NAME>` setting), plus where the stand-in put it (IP, metrics port, state volume)
-    and how it reaches the API server and the broker."""
+    """The Java sample app (or the user's `app`) as a pod's process: the pod's environment (its `ORDERS_TOPIC`
+    and `TOTALS_TOPIC`, say, and any `STREAMS_<NAME>` setting), plus where the stand-in put it (IP, metrics
+    port, state volume) and how it reaches the API server and the broker."""
 
     kubeconfig: Path
     bootstrap: str
     links: ApiLinks | None = None
     """Each pod's own path to the API server (which a test can cut), instead of `kubeconfig` directly."""
+    app: AppProcess | None = None
+    """The user's own app (`smoothscale demo --kafka --app-jar`) instead of the sample app."""
 
     def __call__(self, launch: Launch) -> Command:
         variables = {**os.environ, **pod_env(launch)}
@@ -254,7 +258,9 @@ class KafkaStreamsCommand:
                 "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
             }
         )
-        return Command([*POD_JAVA, str(sample_jar())], variables)
+        if self.app is None:
+            return Command([*POD_JAVA, str(sample_jar())], variables)
+        return Command(self.app.argv(POD_JAVA[:-1], bridge_jar), variables)
 
 
 def by_runtime(client_library: CommandBuilder, kafka_streams: CommandBuilder) -> CommandBuilder:

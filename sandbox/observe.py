@@ -1,23 +1,33 @@
 """Snapshots of a running app for the demo's live view and timeline: per pod, its roles, lag and generation.
 
-Roles come from the published assignment, lags and acknowledged generations from each pod's own metrics
-endpoint (the same `http://<podIP>:<port><path>` the operator scrapes), and the app's state from its status.
+Roles come from the published assignment, lags, acknowledged generations and the bridge's fallbacks from
+each pod's own metrics endpoint (the same `http://<podIP>:<port><path>` the operator scrapes), the app's
+state from its status, and, for Kafka Streams apps, Kafka's own view of the group (`group_view`).
+
+A task is *processing* on a pod when the pod has it active and reports it restored (an active task's lag
+is 0 once it processes: Kafka Streams reports a running active task at its changelog's end, the sample
+worker too). Who has it active is Kafka's view of the group where it is read (a task the plan moved stays
+with its old owner until Kafka revokes it), else the plan (a task being revoked with its old owner). An app
+has settled only when every task is processing on its planned owner: a pod that acknowledged its generation
+may still be restoring what it was given.
 """
 
 from __future__ import annotations
 
 import time
 import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.contract import names as contract
-from smoothscale.contract.publication import ClientAssignment
+from smoothscale.contract.publication import ClientAssignment, Publication
 
+from .group_view import app_tasks
 from .harness import Sandbox
+from .records import Interval
 from .scheduling import node_name
 
 
@@ -35,6 +45,12 @@ class PodView:
     """Offsets behind, summed over the tasks the pod holds (active, standby, warmup)."""
     generation: int | None
     """The generation the pod reports as applied; None when its metrics cannot be read."""
+    behind: frozenset[str] = frozenset()
+    """The tasks it reports behind their changelog (an active one is restoring, not processing yet)."""
+    fallbacks: Mapping[str, int] = field(default_factory=dict)
+    """The bridge's fallbacks this pod's process counted, by reason (Kafka Streams pods)."""
+    scraped: bool = True
+    """Whether its metrics could be read."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,39 @@ class Snapshot:
     stable: bool
     migrating: bool
     next_probe: str | None
+    planned: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The published active tasks of each pod, a task being revoked (and active nowhere) its old owner's."""
+    kafka_view: Mapping[str, frozenset[str]] | None = None
+    """Kafka's view of the group (active tasks per pod) when read; None when not read or unreadable."""
+    kafka_read: bool = False
+    """Whether this snapshot asked Kafka for its view (a Kafka Streams app)."""
+    tasks: tuple[str, ...] = ()
+    """Every task of the app, as its topology says."""
+
+    @property
+    def plan_matches_kafka(self) -> bool | None:
+        """Whether Kafka's view of the group is the published actives; None when Kafka was not asked."""
+        if not self.kafka_read:
+            return None
+        if self.kafka_view is None:
+            return False
+        return _nonempty(self.kafka_view) == _nonempty(self.planned)
+
+    @property
+    def processing(self) -> dict[str, str]:
+        """Each task processing somewhere (see the module's docstring), with the pod processing it."""
+        pods = {pod.name: pod for pod in self.pods}
+        owners = self.planned if not self.kafka_read else (self.kafka_view or {})
+        found: dict[str, str] = {}
+        for name, tasks in owners.items():
+            pod = pods.get(name)
+            if pod is not None and pod.scraped:  # else nothing is known of what it runs
+                found.update(dict.fromkeys(tasks - pod.behind, name))
+        return found
+
+    @property
+    def planned_owner(self) -> dict[str, str]:
+        return {task: pod for pod, tasks in self.planned.items() for task in tasks}
 
     @property
     def warmups(self) -> int:
@@ -60,7 +109,8 @@ class Snapshot:
 
     @property
     def settled(self) -> bool:
-        """Nothing left to do: stable, every pod ready, same revision, and on the published generation."""
+        """Nothing left to do: stable, every pod ready, same revision, on the published generation, and every
+        task processing on its planned owner."""
         return (
             self.stable
             and not self.migrating
@@ -69,10 +119,18 @@ class Snapshot:
             and len({pod.revision for pod in self.pods}) == 1
             and not any(pod.leaving for pod in self.pods)
             and all(pod.generation == self.generation for pod in self.pods)
+            and self.plan_matches_kafka is not False
+            and self.processing == self.planned_owner
+            and set(self.tasks) <= set(self.processing)
         )
 
 
-def observe(sandbox: Sandbox, app: str, step: str) -> Snapshot:
+GroupView = Callable[[Mapping[str, Any]], Mapping[str, set[str]] | None]
+"""Kafka's view of a StreamsApp's group (active tasks per pod), given the app as the API shows it; None when
+it cannot be read now (`group_view.GroupView`)."""
+
+
+def observe(sandbox: Sandbox, app: str, step: str, group_view: GroupView | None = None) -> Snapshot:
     body = sandbox.app(app)
     status = body.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
@@ -87,7 +145,7 @@ def observe(sandbox: Sandbox, app: str, step: str) -> Snapshot:
         name = pod["metadata"]["name"]
         roles = assignment.get(name, ClientAssignment())
         held = {*roles.active, *roles.standby, *roles.warmup}
-        lags, generation = _scrape(pod, port, path)
+        scraped, lags, generation, fallbacks = _scrape(pod, port, path)
         views.append(
             PodView(
                 name=name,
@@ -101,8 +159,12 @@ def observe(sandbox: Sandbox, app: str, step: str) -> Snapshot:
                 warmup=len(roles.warmup),
                 lag=sum(lag for task, lag in lags.items() if task in held),
                 generation=generation,
+                behind=frozenset(task for task, lag in lags.items() if lag > 0),
+                fallbacks=fallbacks,
+                scraped=scraped,
             )
         )
+    view = None if group_view is None else group_view(body)
     return Snapshot(
         at=time.time(),
         step=step,
@@ -114,7 +176,27 @@ def observe(sandbox: Sandbox, app: str, step: str) -> Snapshot:
         stable=conditions.get("Stable") == "True",
         migrating=conditions.get("Migrating") == "True",
         next_probe=(status.get("probing") or {}).get("nextProbeTime"),
+        planned=_planned(publication),
+        kafka_view=None if view is None else {pod: frozenset(tasks) for pod, tasks in view.items()},
+        kafka_read=group_view is not None,
+        tasks=tuple(app_tasks(body)),
     )
+
+
+def _planned(publication: Publication | None) -> dict[str, frozenset[str]]:
+    if publication is None:
+        return {}
+    owners = publication.active_owner()
+    for task, revocation in publication.revoking.items():
+        owners.setdefault(task, revocation.owner)
+    planned: dict[str, set[str]] = {pod: set() for pod in publication.assignment}
+    for task, pod in owners.items():
+        planned.setdefault(pod, set()).add(task)
+    return {pod: frozenset(tasks) for pod, tasks in planned.items()}
+
+
+def _nonempty(view: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    return {pod: tasks for pod, tasks in view.items() if tasks}
 
 
 def pod_order(name: str) -> tuple[int, str]:
@@ -128,24 +210,31 @@ def _ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _scrape(pod: dict[str, Any], port: int, path: str) -> tuple[dict[str, int], int | None]:
+def _scrape(
+    pod: dict[str, Any], port: int, path: str
+) -> tuple[bool, dict[str, int], int | None, dict[str, int]]:
+    """Whether the metrics were read; per task lag, the generation applied, the bridge's fallbacks by
+    reason."""
     ip = (pod.get("status") or {}).get("podIP")
     if not ip:
-        return {}, None
+        return False, {}, None, {}
     try:
         with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=1.0) as response:
             text = response.read().decode()
     except OSError:
-        return {}, None
+        return False, {}, None, {}
     lags: dict[str, int] = {}
     generation: int | None = None
+    fallbacks: dict[str, int] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == contract.TASK_LAG_METRIC:
                 lags[sample.labels[contract.TASK_LABEL]] = int(sample.value)
             elif sample.name == contract.GENERATION_METRIC:
                 generation = int(sample.value)
-    return lags, generation
+            elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
+                fallbacks[sample.labels.get("reason", "")] = int(sample.value)
+    return True, lags, generation, fallbacks
 
 
 def settle(
@@ -158,6 +247,7 @@ def settle(
     on_snapshot: Callable[[Snapshot], None] = lambda _: None,
     sample_seconds: float = 1.0,
     min_seconds: float = 2.0,
+    group_view: GroupView | None = None,
 ) -> Snapshot | None:
     """Sample the app until it has settled on the spec as it is now (the operator has observed its
     generation) and `also` holds; the settled snapshot, or None after `timeout` seconds. `min_seconds` gives
@@ -165,7 +255,7 @@ def settle(
     started = time.time()
     wanted = int(sandbox.app(app)["metadata"].get("generation") or 0)
     while time.time() - started < timeout:
-        snapshot = observe(sandbox, app, step)
+        snapshot = observe(sandbox, app, step, group_view)
         on_snapshot(snapshot)
         status = sandbox.app(app).get("status") or {}
         observed = int(status.get("observedGeneration") or 0) >= wanted
@@ -173,3 +263,23 @@ def settle(
             return snapshot
         time.sleep(sample_seconds)
     return None
+
+
+def processing_intervals(timeline: Sequence[Snapshot]) -> list[Interval]:
+    """Each run of consecutive snapshots in which one pod processed a task, as an interval from the first of
+    them to the last (`records.Interval`, pid 0): what the demo judges hand-overs and gaps by when the pods
+    write no records of their own (Kafka Streams pods). A hand-over shorter than the time between two
+    snapshots shows as that time."""
+    intervals: list[Interval] = []
+    running: dict[str, Interval] = {}
+    for snapshot in timeline:
+        processing = snapshot.processing
+        for task in set(running) | set(processing):
+            current, pod = running.get(task), processing.get(task)
+            if current is not None and current.pod != pod:
+                intervals.append(running.pop(task))
+                current = None
+            if pod is not None:
+                start = snapshot.at if current is None else current.start
+                running[task] = Interval(task, start, snapshot.at, pod, 0)
+    return sorted([*intervals, *running.values()])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .demo import StepResult
 from .observe import Snapshot, pod_order
@@ -13,8 +14,21 @@ from .observe import Snapshot, pod_order
 def summary_table(results: Sequence[StepResult]) -> str:
     """One line per step: how long it took to settle, the generations it went through, the most warmups at
     once, the longest time a task went unprocessed, the tasks that moved between pods with the median and
-    the longest time one went unprocessed between its two owners, and the number of broken invariants."""
-    header = ("settled in", "generations", "warmups", "worst gap", "moved", "hand-over p50/max", "violations")
+    the longest time one went unprocessed between its two owners, and the number of broken invariants; for
+    Kafka Streams pods also the bridge's fallbacks, whether Kafka's view was the plan and whether the plan
+    was balanced at the step's end."""
+    kafka = any(result.plan_matches_kafka is not None for result in results)
+    header: tuple[str, ...] = (
+        "settled in",
+        "generations",
+        "warmups",
+        "worst gap",
+        "moved",
+        "hand-over p50/max",
+        "violations",
+    )
+    if kafka:
+        header += ("fallbacks", "kafka=plan", "balanced")
     lines = [f"{'step':<10} " + " ".join(f"{title:>{max(10, len(title))}}" for title in header)]
     for result in results:
         seconds = "never" if result.seconds is None else f"{result.seconds:.1f} s"
@@ -22,11 +36,60 @@ def summary_table(results: Sequence[StepResult]) -> str:
         gap = f"{result.worst_gap:.1f} s" if result.worst_gap else "-"
         moved = result.handover_gaps
         handover = f"{statistics.median(moved):.2f}/{max(moved):.2f} s" if moved else "-"
-        lines.append(
+        line = (
             f"{result.name:<10} {seconds:>10} {generations:>11} {result.max_warmups:>10} {gap:>10} "
             f"{len(moved):>10} {handover:>17} {len(result.violations):>10}"
         )
+        if kafka:
+            line += (
+                f" {sum(result.fallbacks.values()):>10} {_yes(result.plan_matches_kafka):>10}"
+                f" {_yes(result.balanced):>10}"
+            )
+        lines.append(line)
+    lines += [
+        f"{result.name}: {result.before_first_plan} rebalance(s) led before the operator's first plan "
+        "(no_publication: it plans once a pod has reported the topology), not counted as fallbacks"
+        for result in results
+        if result.before_first_plan
+    ]
     return "\n".join(lines)
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
+
+
+def step_figures(result: StepResult) -> dict[str, Any]:
+    """One step's figures for `--json`: seconds to settle (None: never), tasks moved and their hand-overs'
+    median and longest unprocessed seconds (None: none moved), the bridge's fallbacks (and by reason),
+    whether Kafka's view was the plan and the plan balanced at the step's end."""
+    moved = result.handover_gaps
+    return {
+        "settled_s": None if result.seconds is None else round(result.seconds, 2),
+        "moved": len(moved),
+        "handover_p50_s": round(statistics.median(moved), 2) if moved else None,
+        "handover_max_s": round(max(moved), 2) if moved else None,
+        "fallbacks": sum(result.fallbacks.values()),
+        "fallback_reasons": dict(sorted(result.fallbacks.items())),
+        "rebalances_before_first_plan": result.before_first_plan,
+        "plan_matches_kafka": result.plan_matches_kafka,
+        "balanced": result.balanced,
+        "violations": list(result.violations),
+    }
+
+
+def step_failures(result: StepResult) -> list[str]:
+    """What makes a step fail besides its violations: unbalanced at its end, Kafka's view not the plan, a
+    fallback of the bridge."""
+    failures = []
+    if result.balanced is False:
+        failures.append("ended unbalanced")
+    if result.plan_matches_kafka is False:
+        failures.append("Kafka's view of the group is not the plan")
+    if result.fallbacks:
+        reasons = ", ".join(f"{reason} x{count}" for reason, count in sorted(result.fallbacks.items()))
+        failures.append(f"the bridge fell back ({reasons})")
+    return failures
 
 
 def timeline_png(timeline: Sequence[Snapshot], results: Sequence[StepResult], path: Path) -> Path:

@@ -10,12 +10,15 @@ import yaml
 from install_testkit import (
     CHART,
     RELEASE_NAMESPACE,
+    ROOT,
     VALUE_SETS,
     Json,
     helm,
+    load_documents,
     of_kind,
     one,
     operator_options,
+    render,
     render_notes,
 )
 
@@ -137,3 +140,30 @@ def test_notes_tell_what_to_do_next() -> None:
 def test_values_files_are_yaml_mappings() -> None:
     for path in [CHART / "values.yaml", *VALUE_SETS]:
         assert isinstance(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, dict), path
+
+
+def test_kafka_streams_apps_get_the_service_account_and_role_the_bridge_needs() -> None:
+    """Each app in `kafkaStreamsApps` gets the ServiceAccount, Role and RoleBinding that
+    `examples/kafka-streams-app.yaml` carries for its app (the objects the bridge needs), and nothing more."""
+    example = load_documents(ROOT / "examples" / "kafka-streams-app.yaml")
+    app = one(example, "StreamsApp")["metadata"]
+    documents = render(
+        None, f"kafkaStreamsApps[0].name={app['name']}", f"kafkaStreamsApps[0].namespace={app['namespace']}"
+    )
+    kinds = ("ServiceAccount", "Role", "RoleBinding")
+    made = [
+        doc
+        for doc in documents
+        if doc["kind"] in kinds and doc["metadata"].get("namespace") == app["namespace"]
+    ]
+
+    def essence(doc: Json) -> Json:
+        return {key: value for key, value in doc.items() if key != "metadata"} | {
+            "name": doc["metadata"]["name"],
+            "namespace": doc["metadata"]["namespace"],
+        }
+
+    assert sorted(map(str, map(essence, made))) == sorted(
+        str(essence(doc)) for doc in example if doc["kind"] in kinds
+    )
+    assert render(None) == [doc for doc in documents if doc not in made]

@@ -158,3 +158,47 @@ def test_a_poll_publishes_the_next_generation_once_the_old_owner_acknowledged() 
     assert stopped.publish is not None and stopped.publish.generation == 6
     assert stopped.publish.active_owner() == {"0_0": "orders-0", "0_1": "orders-2", "0_2": "orders-2"}
     assert core_round.after_publishing(stopped.memory, NOW).waits.polls == 0
+
+
+def test_a_leaving_kafka_streams_pod_is_retired_only_once_it_runs_the_generation_that_moved_its_tasks() -> (
+    None
+):
+    """Kafka Streams: the plan moving orders-2's task away is published in one generation, and Kafka revokes
+    it in the rebalance that follows. Deleted before that, orders-2 would stop the task unhanded, and the
+    group would take its session timeout to reassign it."""
+    spec = load_spec(
+        {
+            "replicas": 2,
+            "runtime": "KafkaStreams",
+            "template": {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}},
+            "topology": {"subtopologies": [{"name": "0", "partitions": 3}]},
+        }
+    )
+    moved = Publication(
+        generation=5,
+        assignment={
+            "orders-0": ClientAssignment(active=["0_0", "0_2"]),
+            "orders-1": ClientAssignment(active=["0_1"]),
+            "orders-2": ClientAssignment(),
+        },
+    )
+    leaving = replace(
+        pod(2), leaving="2026-11-26T11:59:00Z", leaving_reason="ScaleDown", revision=template_revision(spec)
+    )
+    pods = [replace(pod(n), revision=template_revision(spec)) for n in (0, 1)] + [leaving]
+
+    def retired(orders_2_runs: int) -> list[str]:
+        results: dict[str, ScrapeResult] = {
+            "orders-0": PodMetrics(generation=5),
+            "orders-1": PodMetrics(generation=5),
+            "orders-2": PodMetrics(generation=orders_2_runs),
+        }
+        observed = replace(seen(pods, results, moved), spec=spec, revision=template_revision(spec))
+        decisions, _ = core_round.step(
+            core_round.initial_memory(NOW), observed, core_round.RoundConfig(), _plan
+        )
+        assert decisions.pod_set is not None
+        return [retirement.pod for retirement in decisions.pod_set.retire]
+
+    assert retired(orders_2_runs=4) == [], "Kafka may still have orders-2 run 0_2"
+    assert retired(orders_2_runs=5) == ["orders-2"]

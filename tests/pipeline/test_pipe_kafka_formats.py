@@ -44,6 +44,9 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
     "broker-3.5-sync-store-failure.log": {
         ("assignment-store-failure", datetime(2026, 4, 14, 3, 12, 3, 145000), ("consumer-postings-1",)),
     },
+    "broker-4.3-sync-store-timeout.log": {
+        ("assignment-store-failure", datetime(2026, 11, 26, 17, 20, 59, 686000), ("store-1",)),
+    },
     "consumer-2.8-sync-store-failure.log": {
         ("assignment-store-failure", datetime(2026, 4, 15, 22, 40, 3, 42000), ("consumer-journal-1",)),
     },

@@ -1,11 +1,17 @@
-"""`analyze` on the log a real Kafka 4.3.1 broker wrote while a consumer group rebalanced: two confluent-
-kafka consumers join, one is killed (SIGKILL, so it never leaves) and the coordinator removes it when its
-session expires; then the other closes. The expiration is found with the killed member and after the
-kill, and the rebalance table holds the group's generations with their member counts, leader and reason,
-from the coordinator's lines."""
+"""`analyze` on the log a real Kafka 4.3.1 broker wrote while consumer groups rebalanced:
+
+- two confluent-kafka consumers join a group, one is killed (SIGKILL, so it never leaves) and the
+  coordinator removes it when its session expires; then the other closes. The expiration is found with the
+  killed member and after the kill, and the rebalance table holds the group's generations with their
+  member counts, leader and reason, from the coordinator's lines;
+- a static member (`group.instance.id`, KIP-848's consumer protocol) is killed and its replacement, with
+  the same instance id, starts at once, as when a pod is replaced: the coordinator refuses it while the
+  killed member holds the instance id (UNRELEASED_INSTANCE_ID), one incident naming both.
+"""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +42,19 @@ while True:
     consumer.poll(0.2)
     if consumer.assignment():
         print("assigned", flush=True)
+"""
+# A static member of the consumer protocol (the session timeout is the broker's).
+STATIC_MEMBER = """
+import sys
+from confluent_kafka import Consumer
+consumer = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "client.id": sys.argv[3],
+                     "group.instance.id": sys.argv[3], "group.protocol": "consumer", "log_level": 0})
+consumer.subscribe([sys.argv[4]])
+while not consumer.assignment():
+    consumer.poll(0.2)
+print("assigned", flush=True)
+while True:
+    consumer.poll(0.2)
 """
 
 
@@ -107,6 +126,7 @@ def rebalanced(
             second.kill()
             second.wait(timeout=10)
         first.close()
+    static = replace_static_member(bootstrap, topic, run, server_log)
     # The broker goes on writing: analyze a copy of what it wrote so far.
     copy = tmp_path_factory.mktemp("real-broker") / "server.log"
     copy.write_bytes(server_log.read_bytes())
@@ -116,7 +136,39 @@ def rebalanced(
         "second": f"second-{run}",
         "killed_at": killed_at,
         "log": copy,
+        "static": static,
     }
+
+
+def replace_static_member(bootstrap: str, topic: str, run: str, server_log: Path) -> dict[str, Any]:
+    """A static member killed, and its replacement started with the same instance id; until the broker
+    refuses the replacement. What happened: the group, the instance, the killed member's id, when."""
+    group, instance = f"static-group-{run}", f"pod-0-{run}"
+    old = subprocess.Popen(
+        [sys.executable, "-c", STATIC_MEMBER, bootstrap, group, instance, topic],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert old.stdout is not None and old.stdout.readline().strip() == "assigned"
+    finally:
+        old.kill()
+        old.wait(timeout=10)
+    replaced_at = datetime.now(UTC).replace(tzinfo=None)
+    replacement = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "client.id": instance,
+         "group.instance.id": instance, "group.protocol": "consumer", **QUIET}
+    )  # fmt: skip
+    replacement.subscribe([topic])  # librdkafka's own thread joins: no poll needed
+    try:
+        _wait_for(server_log, f"with instance id {instance} cannot join the group", 60)
+    finally:
+        replacement.close()
+    joined = re.search(rf"Static member (\S+) with instance id {instance} joins", server_log.read_text())
+    assert joined is not None
+    killed = joined.group(1)
+    return {"group": group, "instance": instance, "killed": killed, "replaced_at": replaced_at}
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +192,17 @@ def test_the_killed_member_expires_after_its_session_timeout(
     assert expired["occurrences"] >= 2
     # Nothing else is wrong with this group: members joining, then going, is no churn.
     assert {d["kind"] for d in diagnosed} == {"heartbeat-expiration"}
+
+
+def test_a_replaced_static_member_is_refused_while_the_killed_one_holds_its_instance_id(
+    result: AnalyzeResult, rebalanced: dict[str, Any]
+) -> None:
+    static = rebalanced["static"]
+    rows = result.tables["diagnoses"].where(f"group = '{static['group']}'").collect()
+    (blocked,) = [r.asDict() for r in rows]
+    assert blocked["kind"] == "static-member-blocked"
+    assert blocked["members"] == [static["instance"], static["killed"]]
+    assert 0 <= (blocked["ts"] - static["replaced_at"]).total_seconds() <= 30
 
 
 def test_the_rebalance_table_from_the_coordinator(result: AnalyzeResult, rebalanced: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from sandbox_e2e_kit import Run
 
 from smoothscale.sandbox.demo import APP, demo_app
-from smoothscale.sandbox.demo_kafka import demo_kafka, kafka_summary
+from smoothscale.sandbox.demo_kafka import demo_kafka, kafka_summary, sample_topics
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kubelet import DEFAULT_ZONES
 from smoothscale.sandbox.scheduling import node_name
@@ -29,7 +29,7 @@ def kafka_read(sandbox: Sandbox) -> dict[str, Any]:
 
 def test_the_demo_app_reads_its_racks_from_real_brokers(sandbox: Sandbox, tmp_path: Path) -> None:
     out = io.StringIO()
-    with demo_kafka(tmp_path / "demo", out) as spec_kafka:
+    with demo_kafka(tmp_path / "demo", out, sample_topics()) as spec_kafka:
         sandbox.apply(demo_app(kafka=spec_kafka))
         Run(sandbox).settled("create")
         status = kafka_read(sandbox)

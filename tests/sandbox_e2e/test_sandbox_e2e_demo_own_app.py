@@ -1,0 +1,72 @@
+"""`smoothscale demo --kafka --app-jar` as a user runs it with an app of their own: the Spring Boot sample's
+jar (built by `.ci/bridge.sh`, holding the bridge, adopting smoothscale by its `application.properties`
+alone) runs as every pod's process against three brokers, through every step of the demo; its settings come
+from `--app-env`, its input topic from `--input`. It replaces the sample app's `demo --kafka` test (the same
+machinery, one JVM app instead of another, within the CI minutes).
+
+The JSON figures say every step settled with every task processing on its planned owner, Kafka's view of
+the group the plan and balanced; no step but the crash saw a fallback. The crash does: the killed pod's
+member leaves the group after its session timeout, before its JVM is back (a Spring Boot app starts in 10 s
+or more), and the leader, missing a pod the plan names, places its tasks as Kafka would (`unknown_client`,
+`missing_task`), or, had the new JVM joined before the old member expired, finds two members naming one pod
+(`unmapped_client`). The demo says so and exits 1: what it would tell a user."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from sandbox_e2e_kit import DEMO_STEPS, SMOOTHSCALE, processes_using
+
+from smoothscale.sandbox.kafka_streams import spring_sample_jar
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+
+CRASH_FALLBACKS = {"unknown_client", "missing_task", "unmapped_client"}
+
+
+def test_the_demo_runs_a_spring_boot_apps_jar_as_every_pod(tmp_path: Path) -> None:
+    args = [
+        "--kafka",
+        "--app-jar",
+        str(spring_sample_jar()),
+        "--input",
+        "orders:6:20",
+        "--app-env",
+        "ORDERS_TOPIC=orders",
+        "--app-env",
+        "TOTALS_TOPIC=totals",
+        "--app-env",
+        "STREAMS_SESSION_TIMEOUT_MS=10000",
+        "--json",
+        "--output-dir",
+        str(tmp_path),
+    ]
+    result = subprocess.run(
+        [SMOOTHSCALE, "demo", *args], capture_output=True, text=True, timeout=1400, check=False
+    )
+    stdout = result.stdout
+    assert result.returncode in (0, 1), stdout[-4000:] + result.stderr[-3000:]
+    figures = json.loads(stdout.strip().splitlines()[-1])
+    steps = figures["steps"]
+    assert tuple(steps) == DEMO_STEPS, stdout[-4000:]
+    for name, step in steps.items():
+        assert step["settled_s"] is not None, (name, step)
+        assert (step["plan_matches_kafka"], step["balanced"]) == (True, True), (name, step)
+        assert step["fallbacks"] == 0 or name == "pod-crash", (name, step)
+    crash = steps["pod-crash"]
+    assert set(crash["fallback_reasons"]) <= CRASH_FALLBACKS, crash
+    assert result.returncode == (1 if crash["fallbacks"] else 0), stdout[-3000:]
+    assert figures["exit_status"] == result.returncode
+    # 3 -> 6 and 6 -> 3 each move a share of the twelve tasks; each hand-over is measured.
+    for name in ("scale-out", "scale-in"):
+        assert steps[name]["moved"] >= 4, steps[name]
+        assert steps[name]["handover_max_s"] >= steps[name]["handover_p50_s"] > 0, steps[name]
+    # The operator learned the app's topology from the bridge: the repartition topic Spring's app declares.
+    read = "racks of orders, orders-by-customer-repartition read from 3 brokers; KafkaUnavailable=False"
+    assert read in stdout
+    logs = list((tmp_path / "sandbox").rglob("*.log"))
+    assert any("Started SpringOrdersApp" in log.read_text(errors="replace") for log in logs), logs
+    assert processes_using(tmp_path) == []
