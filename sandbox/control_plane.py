@@ -42,7 +42,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import kubernetes
 import yaml
@@ -84,16 +84,18 @@ class Binaries:
 
     folder: Path
 
-    NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+    NAMES: ClassVar[tuple[str, ...]] = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+    BUILD: ClassVar[str] = "tools/kube/build.sh"
+    """The script that builds them (a subclass names its own folder's)."""
 
     @classmethod
-    def from_folder(cls, folder: str | Path) -> Binaries:
+    def from_folder(cls, folder: str | Path) -> Self:
         """The binaries in `folder`; a clear error naming what is missing and how to build it."""
         found = cls(Path(folder))
         missing = [name for name in cls.NAMES if not os.access(found.folder / name, os.X_OK)]
         if missing:
             raise FileNotFoundError(
-                f"{found.folder}: no executable {', '.join(missing)}; build them with tools/kube/build.sh "
+                f"{found.folder}: no executable {', '.join(missing)}; build them with {cls.BUILD} "
                 "(it prints the folder to use)"
             )
         return found

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import kubernetes
 
-from .control_plane import HOST, RunningControlPlane, die_with_parent, free_port, terminate_group
+from .control_plane import HOST, Binaries, RunningControlPlane, die_with_parent, free_port, terminate_group
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 NAMES = ("containerd", "containerd-shim-runc-v2", "ctr", "kubelet")
@@ -55,25 +55,11 @@ class RealNodeError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class NodeBinaries:
+class NodeBinaries(Binaries):
     """The folder `tools/node/build.sh` fills: containerd, containerd-shim-runc-v2, ctr, kubelet."""
 
-    folder: Path
-
-    @classmethod
-    def from_folder(cls, folder: str | Path) -> NodeBinaries:
-        """The binaries in `folder`; a clear error naming what is missing and how to build it."""
-        found = cls(Path(folder))
-        missing = [name for name in NAMES if not os.access(found.folder / name, os.X_OK)]
-        if missing:
-            raise FileNotFoundError(
-                f"{found.folder}: no executable {', '.join(missing)}; build them with tools/node/build.sh "
-                "(it prints the folder to use)"
-            )
-        return found
-
-    def __getitem__(self, name: str) -> str:
-        return str(self.folder / name)
+    NAMES = NAMES
+    BUILD = "tools/node/build.sh"
 
 
 @dataclass(frozen=True)
