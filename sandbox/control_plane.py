@@ -327,19 +327,7 @@ class ControlPlane:
         terminate_group(process, self._stop_timeout)
 
     def _wait(self, process: subprocess.Popen[bytes], name: str, ready: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self._startup_timeout
-        while not ready():
-            if process.poll() is not None:
-                raise ControlPlaneError(f"{name} exited with {process.returncode}:\n{self._tail(name)}")
-            if time.monotonic() > deadline:
-                raise ControlPlaneError(
-                    f"{name} not ready after {self._startup_timeout:.0f} s:\n{self._tail(name)}"
-                )
-            time.sleep(0.2)
-
-    def _tail(self, name: str, lines: int = 30) -> str:
-        text = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
+        wait_started(process, name, ready, self.logs, self._startup_timeout, ControlPlaneError, poll=0.2)
 
 
 def terminate_group(process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -401,3 +389,28 @@ def _default_account(kubeconfig: Path) -> bool:
                 return False
             raise
     return True
+
+
+def wait_started(
+    process: subprocess.Popen[bytes],
+    name: str,
+    ready: Callable[[], bool],
+    logs: Path,
+    timeout: float,
+    error: type[RuntimeError],
+    poll: float,
+) -> None:
+    """Wait until `ready()`; `error`, ending with the last lines of `logs/<name>.log`, if the process exits
+    first or `timeout` seconds pass (the control plane's and the real node's components alike)."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if process.poll() is not None:
+            raise error(f"{name} exited with {process.returncode}:\n{_tail(logs, name)}")
+        if time.monotonic() > deadline:
+            raise error(f"{name} not ready after {timeout:.0f} s:\n{_tail(logs, name)}")
+        time.sleep(poll)
+
+
+def _tail(logs: Path, name: str, lines: int = 30) -> str:
+    text = (logs / f"{name}.log").read_text(errors="replace").splitlines()
+    return "\n".join(text[-lines:])

@@ -39,7 +39,15 @@ from pathlib import Path
 
 import kubernetes
 
-from .control_plane import HOST, Binaries, RunningControlPlane, die_with_parent, free_port, terminate_group
+from .control_plane import (
+    HOST,
+    Binaries,
+    RunningControlPlane,
+    die_with_parent,
+    free_port,
+    terminate_group,
+    wait_started,
+)
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 NAMES = ("containerd", "containerd-shim-runc-v2", "ctr", "kubelet")
@@ -322,16 +330,4 @@ state = "{self.root / "state"}"
         return process
 
     def _wait(self, process: subprocess.Popen[bytes], name: str, ready: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self._startup_timeout
-        while not ready():
-            if process.poll() is not None:
-                raise RealNodeError(f"{name} exited with {process.returncode}:\n{self._tail(name)}")
-            if time.monotonic() > deadline:
-                raise RealNodeError(
-                    f"{name} not ready after {self._startup_timeout:.0f} s:\n{self._tail(name)}"
-                )
-            time.sleep(0.5)
-
-    def _tail(self, name: str, lines: int = 30) -> str:
-        text = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
+        wait_started(process, name, ready, self.logs, self._startup_timeout, RealNodeError, poll=0.5)
