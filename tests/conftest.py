@@ -8,6 +8,7 @@ if set (to keep them, e.g. as log-parser material), else a temporary folder of t
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import subprocess
@@ -65,12 +66,37 @@ def _root_logger_as_it_was() -> Iterator[None]:
     root.setLevel(level)
 
 
+SHARED_FIXTURES = {
+    "spark": "spark",
+    "control_plane": "kube",
+    "kafka_racks": "kafka-racks",
+    "kafka_broker": "kafka-broker",
+}
+"""Session fixtures that start servers (a Spark JVM, a control plane, brokers) -> the `xdist_group` of the tests
+that use them: the README's run spreads tests over two processes (pytest-xdist, `--dist loadgroup`), and the
+tests sharing one such fixture stay in one process, which starts it once (the first listed wins)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group the tests by the server fixture they share, before xdist reads the groups."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        group = next((group for name, group in SHARED_FIXTURES.items() if name in fixtures), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build what the selected tests run, once, before the first of them and outside every test's timeout
     (pyproject's): cold, the Go build of the control plane takes longer than one test may. A warm machine
-    returns at once."""
+    returns at once. The two processes of an xdist run take turns (a lock file beside the build): the second
+    finds everything built."""
     selected = {Path(str(item.path)).resolve() for item in session.items}
-    if any(ROOT / "tests/realkube" in path.parents for path in selected):
-        subprocess.run(["bash", str(ROOT / "tools/kube/build.sh")], check=True, stdout=subprocess.DEVNULL)
-    if any(path.name in JAR_USERS for path in selected):
-        sample_jar()
+    ROOT.joinpath(".cache").mkdir(exist_ok=True)
+    with ROOT.joinpath(".cache/test-builds.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if any(ROOT / "tests/realkube" in path.parents for path in selected):
+            subprocess.run(["bash", str(ROOT / "tools/kube/build.sh")], check=True, stdout=subprocess.DEVNULL)
+        if any(path.name in JAR_USERS for path in selected):
+            sample_jar()
