@@ -16,6 +16,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -81,8 +82,8 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # a stream transport (uvloop's is not registered as an asyncio.Transport subclass)
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self._parser is None:  # nothing was asked: the endpoint speaks out of turn
