@@ -42,6 +42,7 @@ from .processruntime import Command, CommandBuilder, pod_env
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
 SPRING_SAMPLE_JAR = ROOT / "bridge/spring-boot-app/target/spring-boot-sample.jar"
+QUARKUS_SAMPLE_JAR = ROOT / "bridge/quarkus-app/target/quarkus-sample-runner.jar"
 BROKER_ASSIGNOR_JAR = ROOT / "bridge/broker-assignor/target/smoothscale-broker-assignor.jar"
 BRIDGE_JAR = ROOT / "bridge/smoothscale-streams/target/smoothscale-streams-0.1.0.jar"
 JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
@@ -61,6 +62,12 @@ def spring_sample_jar() -> Path:
     """The Spring Boot sample's jar (`bridge/spring-boot-app`: the same topology, adopting smoothscale through
     its `application.properties` alone), built like `sample_jar`."""
     return _bridge_jar(SPRING_SAMPLE_JAR)
+
+
+def quarkus_sample_jar() -> Path:
+    """The Quarkus sample's uber-jar (`bridge/quarkus-app`: the same topology, adopting smoothscale through
+    its `application.properties` alone), built like `sample_jar`."""
+    return _bridge_jar(QUARKUS_SAMPLE_JAR)
 
 
 def broker_assignor_jar() -> Path:

@@ -25,6 +25,7 @@ from smoothscale.sandbox.kafka_streams import (
     expected_totals,
     latest_totals,
     produce_orders,
+    quarkus_sample_jar,
     spring_sample_jar,
 )
 
@@ -37,11 +38,12 @@ def api_server() -> Iterator[Path]:
         yield running.kubeconfig
 
 
-@pytest.fixture(params=["code", "properties", "spring"])
+@pytest.fixture(params=["code", "properties", "spring", "quarkus"])
 def adoption(request: pytest.FixtureRequest) -> str:
     """How the app adopts smoothscale: the code API (`SmoothscaleBridge`), or its settings alone, in a plain
-    app (`PlainOrdersApp`: `metric.reporters`, `task.assignor.class`, `client.id` in a properties file) or in
-    the Spring Boot sample (`spring.kafka.streams.*` in its `application.properties`)."""
+    app (`PlainOrdersApp`: `metric.reporters`, `task.assignor.class`, `client.id` in a properties file), in
+    the Spring Boot sample (`spring.kafka.streams.*` in its `application.properties`) or in the Quarkus sample
+    (`kafka-streams.*` in its `application.properties`)."""
     return str(request.param)
 
 
@@ -69,7 +71,8 @@ def test_instances_follow_each_publication_and_count_every_order_once(
 ) -> None:
     api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
     mode = {"SMOOTHSCALE_BRIDGE": "properties"} if adoption == "properties" else {}
-    jar = spring_sample_jar() if adoption == "spring" else None
+    framework_jars = {"spring": spring_sample_jar, "quarkus": quarkus_sample_jar}
+    jar = framework_jars[adoption]() if adoption in framework_jars else None
     first = Publication(
         generation=1,
         assignment={
@@ -80,7 +83,7 @@ def test_instances_follow_each_publication_and_count_every_order_once(
     orders_app.publish(api, first)
     for pod in ("orders-0", "orders-1"):
         orders_app.start(pod, extra_env=mode, jar=jar)
-    orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=180)  # Spring Boot starts slower
+    orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=180)  # the frameworks start slower
     assert orders_app.kafka_view() == {
         "orders-0": {"0_0", "0_1", "1_0", "1_1"},
         "orders-1": {"0_2", "0_3", "1_2", "1_3"},
