@@ -31,6 +31,9 @@ GARBAGE = [
 MALFORMED_JOURNAL = ['{"ts": "2026-11-21T12:00:00Z", "kind": ', "[1, 2]", "not json at all"]
 RESTORE_RATE = 20_000.0
 POLL_EXPIRED = "consumer poll timeout has expired."
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+"""Every JVM the pipeline's tests start compiles with C1 only: their jobs are short runs of large generated
+code, which spend most of their CPU in C2's compiler otherwise; the tests check results, not speed."""
 
 
 def at(minutes: int, seconds: float) -> datetime:
