@@ -235,7 +235,8 @@ def _member(bootstrap: str, group: str, client: str, topic: str) -> Consumer:
 
 
 def fail_to_store_assignments(cluster: KafkaCluster, run: str, stopped: int) -> dict[str, Any]:
-    """The group, its members, when the store began to fail and when it was restored. The first member's
+    """The group, its members, when the store began to fail and when it was restored, and how long each
+    broker's log was once the group had recovered (`ends`). The first member's
     generation is stored while the cluster is whole (`__consumer_offsets` is created then if nothing made
     it before); then node `stopped` stops and a second member joins: every round fails until the setting
     is removed."""
@@ -260,9 +261,11 @@ def fail_to_store_assignments(cluster: KafkaCluster, run: str, stopped: int) -> 
         _offsets_min_isr(bootstrap, None)
         restored = now()
         _poll_until(consumers, lambda: all(c.assignment() for c in consumers), "both members assigned", 60)
+        # What the brokers wrote up to the group's recovery: its members then close, and the broker restarts.
+        ends = {log: log.stat().st_size for log in logs}
     finally:
         for consumer in consumers:
             consumer.close()
         _offsets_min_isr(bootstrap, None)
         cluster.start_node(stopped)
-    return {"group": group, "clients": clients, "failing": failing, "restored": restored}
+    return {"group": group, "clients": clients, "failing": failing, "restored": restored, "ends": ends}
