@@ -17,16 +17,14 @@ HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from pipe_testkit import QUICK_JIT, Incidents, write_incidents  # noqa: E402
+from pipe_testkit import Incidents, write_incidents  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     from smoothscale.pipeline.session import build_session  # noqa: PLC0415 - only when a test needs Spark
 
-    with pytest.MonkeyPatch.context() as patch:  # read once, when the session starts its JVM
-        patch.setenv("PYSPARK_SUBMIT_ARGS", f"--driver-java-options {QUICK_JIT} pyspark-shell")
-        session = build_session("local[2]", app_name="smoothscale-tests")
+    session = build_session("local[2]", app_name="smoothscale-tests")
     yield session
     session.stop()
     # py4j logs every connection it closes at INFO, the last ones from finalizers at interpreter exit, when
