@@ -323,7 +323,7 @@ def compare_steady(
     for key in ("steady_cpu_percent_of_core", "steady_cpu_ms_per_pod_scrape", "rss_mb"):
         for side in ("before", "after"):
             result[f"{side}_{key}"] = [r[key] for r in runs[side]]
-            result[f"{side}_{key}_median"] = statistics.median(r[key] for r in runs[side])
+            result[f"{side}_{key}_median"] = round(statistics.median(r[key] for r in runs[side]), 3)
     result["steady_cpu_ms_per_pod_scrape_after_over_before_ratio"] = round(
         result["after_steady_cpu_ms_per_pod_scrape_median"]
         / result["before_steady_cpu_ms_per_pod_scrape_median"],
