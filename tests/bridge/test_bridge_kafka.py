@@ -77,9 +77,9 @@ def test_instances_follow_each_publication_and_count_every_order_once(
     mode = {"SMOOTHSCALE_BRIDGE": "properties"} if adoption == "properties" else {}
     framework_jars = {"spring": spring_sample_jar, "quarkus": quarkus_sample_jar}
     jar = framework_jars[adoption]() if adoption in framework_jars else None
-    # The Quarkus sample has Micrometer's Prometheus registry: the bridge's metrics join the app's on its HTTP
-    # port, at Quarkus' path; the others serve them on the bridge's own endpoint.
-    path = "/q/metrics" if adoption == "quarkus" else "/metrics"
+    # The Spring Boot and Quarkus samples have Micrometer's Prometheus registry: the bridge's metrics join the
+    # app's on its HTTP port, at the framework's path; the plain samples serve them on the bridge's endpoint.
+    path = {"spring": "/actuator/prometheus", "quarkus": "/q/metrics"}.get(adoption, "/metrics")
     first = Publication(
         generation=1,
         assignment={
@@ -116,12 +116,12 @@ def test_instances_follow_each_publication_and_count_every_order_once(
     assert 'smoothscale_task_lag{task="0_1"}' in lags, "the standby's state is reported with its lag"
     assert 'smoothscale_task_changelog_end_offset{task="1_0"}' in lags
     assert any(series.startswith("smoothscale_task_process_rate") for series in lags)
-    # What the operator reads from the endpoint, scraped and parsed as it does (Micrometer's text: Quarkus).
+    # What the operator reads from the endpoint, scraped and parsed as it does (Micrometer's, frameworks).
     seen = asyncio.run(_operator_scrape(orders_app.instances["orders-0"]))
     assert isinstance(seen, PodMetrics), seen
     assert seen.generation == 2
     assert {"0_0", "0_1", "0_2", "1_0"} <= set(seen.lags) and "1_0" in seen.end_offsets
-    if adoption == "quarkus":
+    if adoption in framework_jars:
         assert "jvm_memory_used_bytes" in orders_app.instances["orders-0"].scrape(), "the app's own endpoint"
 
     produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 400, 400)
