@@ -18,12 +18,16 @@ What this machine needs, each found by a failing start (docs/real-node.md):
 - the kubelet binds to 127.0.0.1 and gets free ports; containerd's sockets, state, runc's state, network
   namespaces, the CNI bridge's leases and pod logs all live under `root`, so that nothing of another
   containerd on the machine is touched.
+- no kube-proxy: the node forwards the `kubernetes` Service's ClusterIP to the API server on loopback
+  itself (a DNAT rule for packets from the pods' bridge, `route_localnet` on it), so that pods' in-cluster
+  clients (the operator installed by the chart, the apps' pods) work unchanged; the pods' default route
+  goes through the bridge (`isDefaultGateway`).
 
 `with RealNode(root, folder, control_plane, name=..., zone=..., images=archive, sandbox_image=...) as node:`
 starts containerd, imports the images, starts the kubelet and waits until the node is Ready. On exit,
-however it exits, it deletes the pods bound to the node and waits for the kubelet to stop them, stops the
-kubelet, kills what containers remain, stops containerd, unmounts what they left mounted under `root` and
-removes the bridge.
+however it exits, it cordons the node, deletes the pods bound to it and waits for the kubelet to stop them,
+stops the kubelet, kills what containers remain, stops containerd, unmounts what they left mounted under
+`root`, and removes the forwarding rule and the bridge.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ the CNI bridge need it) is the test skipped.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -68,31 +69,49 @@ def _node_binaries() -> NodeBinaries:
     return NodeBinaries.from_folder(_run(NODE_BUILD)[-1])
 
 
+STEP_SECONDS: dict[str, float] = {}
+"""How long each step of the module's real-node run took; printed as one JSON line when the node stops."""
+
+
+@contextlib.contextmanager
+def _timed(step: str) -> Iterator[None]:
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        STEP_SECONDS[step] = round(time.monotonic() - started, 1)
+
+
 @pytest.fixture(scope="module")
 def node_cluster(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[RunningControlPlane, RunningNode, str]]:
     binaries = _node_binaries()
-    image, sandbox_image, archive = _run(NODE_IMAGES)[-3:]
+    with _timed("images (tools/node/images.sh)"):
+        image, sandbox_image, archive = _run(NODE_IMAGES)[-3:]
     root = tmp_path_factory.mktemp("node-control-plane")
     node_root = Path(tempfile.mkdtemp(prefix="ssnode-"))  # short: containerd's socket lives there
     try:
         yield from _started(root, node_root, binaries, image, sandbox_image, Path(archive))
     finally:
         shutil.rmtree(node_root, ignore_errors=True)  # containerd's unpacked images: hundreds of MB
+        print(json.dumps({"real_node_step_seconds": STEP_SECONDS}))
 
 
 def _started(
     root: Path, node_root: Path, binaries: NodeBinaries, image: str, sandbox_image: str, archive: Path
 ) -> Iterator[tuple[RunningControlPlane, RunningNode, str]]:
-    with (
-        ControlPlane(
+    with contextlib.ExitStack() as stack:
+        control_plane = ControlPlane(
             root,
             Binaries.from_folder(built_binaries()),
             controllers=NODE_CONTROLLERS,
             scheduler=binaries.folder / "kube-scheduler",
-        ) as cp,
-        RealNode(
+        )
+        with _timed("control plane start (with kube-scheduler)"):
+            cp = control_plane.start()
+        stack.callback(_timed_call, "control plane stop", control_plane.stop)
+        node = RealNode(
             node_root,
             binaries,
             cp,
@@ -101,12 +120,19 @@ def _started(
             images=archive,
             sandbox_image=sandbox_image,
             pod_subnet=SUBNET,
-        ) as node,
-    ):
-        yield cp, node, image
+        )
+        with _timed("node start (containerd, images imported, kubelet Ready)"):
+            running = node.start()
+        stack.callback(_timed_call, "node stop (its pods deleted, kubelet, containerd)", node.stop)
+        yield cp, running, image
     pgrep = subprocess.run(["pgrep", "-f", str(node_root)], capture_output=True, text=True, check=False)
     leftovers = pgrep.stdout.split()
     assert not leftovers, f"processes of the node still running after it stopped: {leftovers}"
+
+
+def _timed_call(step: str, call: Callable[[], None]) -> None:
+    with _timed(step):
+        call()
 
 
 def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(
@@ -164,6 +190,7 @@ def operator_release(
     pull policy IfNotPresent), waited on until the Deployment is available; uninstalled afterwards."""
     cp, _, _ = node_cluster
     helm = ("--kubeconfig", str(cp.kubeconfig), "--namespace", RELEASE_NAMESPACE)
+    started = time.monotonic()
     install.helm("install", "smoothscale", str(install.CHART), *helm, "--create-namespace")
     try:
         with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
@@ -176,9 +203,12 @@ def operator_release(
                 (pod,) = core.list_namespaced_pod(RELEASE_NAMESPACE).items
                 return pod
 
-            yield wait_for(available, timeout=180, what="the chart's Deployment available (its pod Ready)")
+            pod = wait_for(available, timeout=180, what="the chart's Deployment available (its pod Ready)")
+            STEP_SECONDS["helm install: operator Ready"] = round(time.monotonic() - started, 1)
+            yield pod
     finally:
-        install.helm("uninstall", "smoothscale", *helm, "--wait", "--timeout=50s", check=False)
+        with _timed("helm uninstall --wait"):
+            install.helm("uninstall", "smoothscale", *helm, "--wait", "--timeout=50s", check=False)
 
 
 def test_the_chart_installs_the_operator_as_a_pod_with_its_own_credentials(
@@ -314,7 +344,7 @@ def test_a_streams_app_runs_scales_and_recovers_on_the_real_node(
             f"the worker stopped on SIGTERM, not at the grace period's end ({stopped_in:.1f} s)"
         )
         timings["pod deleted"] = _settled(reader, 3)
-    print(json.dumps({"settled_seconds": timings}))
+    STEP_SECONDS.update({f"app settled: {step}": seconds for step, seconds in timings.items()})
 
 
 def _settled(reader: AppReader, replicas: int, also: Callable[[list[Json]], bool] = lambda _: True) -> float:
