@@ -25,8 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from smoothscale.contract import names as contract
 from smoothscale.contract.publication import ClientAssignment, Publication
 
+from .app_view import AppSource
 from .group_view import app_tasks
-from .harness import Sandbox
 from .records import Interval
 from .scheduling import node_name
 
@@ -133,7 +133,7 @@ GroupView = Callable[[Mapping[str, Any]], Mapping[str, set[str]] | None]
 it cannot be read now (`group_view.GroupView`)."""
 
 
-def observe(sandbox: Sandbox, app: str, step: str, group_view: GroupView | None = None) -> Snapshot:
+def observe(sandbox: AppSource, app: str, step: str, group_view: GroupView | None = None) -> Snapshot:
     body = sandbox.app(app)
     status = body.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
@@ -245,7 +245,7 @@ def _scrape(
 
 
 def settle(
-    sandbox: Sandbox,
+    sandbox: AppSource,
     app: str,
     step: str,
     *,

@@ -1,7 +1,8 @@
 """`smoothscale demo --kafka --app-jar` as a user runs it with an app of their own: the Spring Boot sample's
 jar (built by `.ci/bridge.sh`, holding the bridge, adopting smoothscale by its `application.properties`
 alone) runs as every pod's process against three brokers, through every step of the demo; its settings come
-from `--app-env`, its input topic from `--input`. It replaces the sample app's `demo --kafka` test (the same
+from `--app-env` (the bridge's own metrics endpoint among them, which the demo scrapes, not Actuator's), its
+input topic from `--input`. It replaces the sample app's `demo --kafka` test (the same
 machinery, one JVM app instead of another, within the CI minutes).
 
 The JSON figures say every step settled with every task processing on its planned owner, Kafka's view of
@@ -38,6 +39,12 @@ def test_the_demo_runs_a_spring_boot_apps_jar_as_every_pod(tmp_path: Path) -> No
         "TOTALS_TOPIC=totals",
         "--app-env",
         "STREAMS_SESSION_TIMEOUT_MS=10000",
+        # The demo scrapes the bridge's own endpoint: the sample's Actuator would serve its metrics instead,
+        # so the bridge keeps its own, and the app's web server takes any free port.
+        "--app-env",
+        "SMOOTHSCALE_METRICS_MICROMETER=false",
+        "--app-env",
+        "SERVER_PORT=0",
         "--json",
         "--output-dir",
         str(tmp_path),
