@@ -19,6 +19,12 @@ last line is one JSON object of figures.
     python benchmarks/operator_bench.py            # everything (a few minutes)
     python benchmarks/operator_bench.py --quick    # fewer repeats, 20 apps
     python benchmarks/operator_bench.py --steady-only   # the steady state alone
+    python benchmarks/operator_bench.py --quick --baseline main   # steady state, same-run A/B against main
+
+With `--baseline <git-ref>` only the steady state runs, alternately by that commit's operator (its
+`operator/` extracted under `.cache/operator-baseline/<sha>/`, first on the operator process's PYTHONPATH)
+and by the checkout's, `--rounds` times each, so that machine load hits both sides alike; the last line gives
+both sides' figures, their medians and the ratio of the CPU per pod scrape (below 1: cheaper now).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+from baseline_tree import baseline_tree, worker_environment
 
 from smoothscale.contract import names as contract
 from smoothscale.contract.configmap import from_configmap
@@ -126,8 +133,11 @@ def cluster(tick: float, restore_rate: float) -> Iterator[Cluster]:
 
 
 @contextmanager
-def operator(running: RunningEmulator, scrape_interval: float, log: Path) -> Iterator[int]:
-    """`smoothscale operator` as a process of its own; yields its pid."""
+def operator(
+    running: RunningEmulator, scrape_interval: float, log: Path, source: Path | None = None
+) -> Iterator[int]:
+    """`smoothscale operator` as a process of its own, its `smoothscale.operator` from `source` (a
+    `baseline_tree` folder) if given, else the checkout's; yields its pid."""
     command = [
         SMOOTHSCALE,
         "operator",
@@ -139,7 +149,9 @@ def operator(running: RunningEmulator, scrape_interval: float, log: Path) -> Ite
         "--no-journal-stdout",
     ]
     with log.open("ab") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, env=worker_environment(source)
+        )
     try:
         yield process.pid
     finally:
@@ -251,11 +263,14 @@ def _promotion_delays(
     return delays
 
 
-def steady_state(apps: int, window: float, log: Path, settle_timeout: float = 600.0) -> dict[str, Any]:
-    """Measurement 3: `apps` apps of 10 pods, converged, scraped every `STEADY_SCRAPE_INTERVAL`."""
+def steady_state(
+    apps: int, window: float, log: Path, settle_timeout: float = 600.0, source: Path | None = None
+) -> dict[str, Any]:
+    """Measurement 3: `apps` apps of 10 pods, converged, scraped every `STEADY_SCRAPE_INTERVAL`, by the
+    checkout's operator or `source`'s."""
     with (
         cluster(tick=0.5, restore_rate=1_000_000) as c,
-        operator(c.running, STEADY_SCRAPE_INTERVAL, log) as pid,
+        operator(c.running, STEADY_SCRAPE_INTERVAL, log, source) as pid,
     ):
         started = time.monotonic()
         for index in range(apps):
@@ -291,6 +306,33 @@ def steady_state(apps: int, window: float, log: Path, settle_timeout: float = 60
     }
 
 
+def compare_steady(
+    ref: str, rounds: int, apps: int, window: float, log: Path, settle_timeout: float
+) -> dict[str, Any]:
+    """The steady state, same run, by the operator at `ref` (before) and the checkout's (after), in
+    alternating order (before first, then after first), `rounds` times each: the medians and their ratio."""
+    sha, baseline = baseline_tree(ref, "operator", "reconcile.py")
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for turn in range(rounds):
+        sides: list[tuple[str, Path | None]] = [("before", baseline), ("after", None)]
+        for side, source in sides if turn % 2 == 0 else sides[::-1]:
+            figures = steady_state(apps, window, log, settle_timeout, source)
+            print(f"steady state, {side}: {figures}", flush=True)
+            runs[side].append(figures)
+    result: dict[str, Any] = {"baseline_commit": sha, "steady_apps": apps, "rounds": rounds}
+    for key in ("steady_cpu_percent_of_core", "steady_cpu_ms_per_pod_scrape", "rss_mb"):
+        for side in ("before", "after"):
+            result[f"{side}_{key}"] = [r[key] for r in runs[side]]
+            result[f"{side}_{key}_median"] = round(statistics.median(r[key] for r in runs[side]), 3)
+    result["steady_cpu_ms_per_pod_scrape_after_over_before_ratio"] = round(
+        result["after_steady_cpu_ms_per_pod_scrape_median"]
+        / result["before_steady_cpu_ms_per_pod_scrape_median"],
+        3,
+    )
+    result["load_average_1m"] = round(os.getloadavg()[0], 2)
+    return result
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5), after pid and comm
@@ -322,14 +364,25 @@ def main() -> None:
         default=None,
         help="seconds the steady state is measured over (default 30, 15 with --quick; longer to profile it)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="GIT_REF",
+        help="only the steady state, by the operator at this commit and the checkout's (same-run A/B)",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="A/B rounds with --baseline (default 2)")
     args = parser.parse_args()
     window = args.window if args.window is not None else 15.0 if args.quick else 30.0
+    apps = 20 if args.quick else 100
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="operator-bench-") as tmp:
         log = Path(tmp) / "operator.log"
+        if args.baseline:
+            compared = compare_steady(args.baseline, args.rounds, apps, window, log, args.settle_timeout)
+            print(json.dumps(compared))
+            return
         figures = {} if args.steady_only else reactions(3 if args.quick else 7, log)
         print(f"reactions: {figures}", flush=True)
-        steady = steady_state(20 if args.quick else 100, window, log, args.settle_timeout)
+        steady = steady_state(apps, window, log, args.settle_timeout)
         print(f"steady state: {steady}", flush=True)
         figures.update(steady)
     print(json.dumps(figures))
