@@ -9,8 +9,9 @@ operator as a real process (`smoothscale operator`), so that its CPU time and RS
 2. probing reaction: from a warmup's metrics first showing a lag within `acceptableRecoveryLag` to the first
    generation that acts on it (revokes the task from its old owner, or makes the warmup a standby or the
    active), with the operator scraping every `SCRAPE_INTERVAL` seconds (budget: that interval + 1 s);
-3. steady state: 100 apps of 10 pods each, all converged, at the default scrape interval (5 s): the
-   operator's CPU share (percent of one core) and RSS over a measurement window.
+3. steady state: 100 apps of 10 pods each (1,000 pods), all converged, scraped every second
+   (`STEADY_SCRAPE_INTERVAL`, the issue's figure: 1,000 pod scrapes a second): the operator's CPU share
+   (percent of one core) and RSS over a measurement window.
 
 The generations are observed by polling the ConfigMap every 20 ms, which bounds the timing resolution. The
 last line is one JSON object of figures.
@@ -18,6 +19,12 @@ last line is one JSON object of figures.
     python benchmarks/operator_bench.py            # everything (a few minutes)
     python benchmarks/operator_bench.py --quick    # fewer repeats, 20 apps
     python benchmarks/operator_bench.py --steady-only   # the steady state alone
+    python benchmarks/operator_bench.py --quick --baseline main   # steady state, same-run A/B against main
+
+With `--baseline <git-ref>` only the steady state runs, alternately by that commit's operator (its
+`operator/` extracted under `.cache/operator-baseline/<sha>/`, first on the operator process's PYTHONPATH)
+and by the checkout's, `--rounds` times each, so that machine load hits both sides alike; the last line gives
+both sides' figures, their medians and the ratio of the CPU per pod scrape (below 1: cheaper now).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+from baseline_tree import baseline_tree, worker_environment
 
 from smoothscale.contract import names as contract
 from smoothscale.contract.configmap import from_configmap
@@ -46,7 +54,7 @@ from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime, memory_kubelet
 
 SCRAPE_INTERVAL = 1.0
-STEADY_SCRAPE_INTERVAL = 5.0
+STEADY_SCRAPE_INTERVAL = 1.0
 ACCEPTABLE_LAG = 1_000
 SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
 NAMESPACE = "default"
@@ -125,8 +133,11 @@ def cluster(tick: float, restore_rate: float) -> Iterator[Cluster]:
 
 
 @contextmanager
-def operator(running: RunningEmulator, scrape_interval: float, log: Path) -> Iterator[int]:
-    """`smoothscale operator` as a process of its own; yields its pid."""
+def operator(
+    running: RunningEmulator, scrape_interval: float, log: Path, source: Path | None = None
+) -> Iterator[int]:
+    """`smoothscale operator` as a process of its own, its `smoothscale.operator` from `source` (a
+    `baseline_tree` folder) if given, else the checkout's; yields its pid."""
     command = [
         SMOOTHSCALE,
         "operator",
@@ -138,7 +149,9 @@ def operator(running: RunningEmulator, scrape_interval: float, log: Path) -> Ite
         "--no-journal-stdout",
     ]
     with log.open("ab") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, env=worker_environment(source)
+        )
     try:
         yield process.pid
     finally:
@@ -250,32 +263,74 @@ def _promotion_delays(
     return delays
 
 
-def steady_state(apps: int, window: float, log: Path, settle_timeout: float = 600.0) -> dict[str, Any]:
-    """Measurement 3: `apps` apps of 10 pods, converged, scraped at the default interval."""
+def steady_state(
+    apps: int, window: float, log: Path, settle_timeout: float = 600.0, source: Path | None = None
+) -> dict[str, Any]:
+    """Measurement 3: `apps` apps of 10 pods, converged, scraped every `STEADY_SCRAPE_INTERVAL`, by the
+    checkout's operator or `source`'s."""
     with (
         cluster(tick=0.5, restore_rate=1_000_000) as c,
-        operator(c.running, STEADY_SCRAPE_INTERVAL, log) as pid,
+        operator(c.running, STEADY_SCRAPE_INTERVAL, log, source) as pid,
     ):
         started = time.monotonic()
         for index in range(apps):
             c.apply(streamsapp(f"app{index:03d}", replicas=10, partitions=20))
-        wait_for(lambda: c.stable_apps() == apps, timeout=settle_timeout, interval=2.0)
+        try:
+            wait_for(lambda: c.stable_apps() == apps, timeout=settle_timeout, interval=2.0)
+        except TimeoutError as error:
+            raise TimeoutError(
+                f"{c.stable_apps()} of {apps} apps stable after {settle_timeout:.0f} s (--settle-timeout)"
+            ) from error
         settle = time.monotonic() - started
-        time.sleep(STEADY_SCRAPE_INTERVAL)  # let the last status writes and probes pass
-        cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
+        time.sleep(5.0)  # let the last status writes and probes pass
+        print(f"steady window of {window:.0f} s starts: operator pid {pid}", file=sys.stderr, flush=True)
+        cpu_before, wall_before, scrapes_before = _cpu_seconds(pid), time.monotonic(), c.pods.scrapes
         time.sleep(window)
         cpu, wall = _cpu_seconds(pid) - cpu_before, time.monotonic() - wall_before
+        scrapes = c.pods.scrapes - scrapes_before
         rss = _rss_mb(pid)
         violations = len(c.pods.violations)
     return {
         "steady_apps": apps,
         "steady_pods": apps * 10,
         "steady_settle_seconds": round(settle, 1),
+        "steady_scrape_interval_seconds": STEADY_SCRAPE_INTERVAL,
         "steady_window_seconds": round(wall, 1),
-        "operator_cpu_share_percent": round(100 * cpu / wall, 2),
-        "operator_rss_mb": round(rss, 1),
+        "steady_cpu_percent_of_core": round(100 * cpu / wall, 2),
+        # below apps * 10 / interval: the pods (this process) or the operator could not keep up
+        "steady_scrapes_per_second": round(scrapes / wall, 1),
+        "steady_cpu_ms_per_pod_scrape": round(1000 * cpu / scrapes, 3) if scrapes else None,
+        "rss_mb": round(rss, 1),
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "violations": violations,
     }
+
+
+def compare_steady(
+    ref: str, rounds: int, apps: int, window: float, log: Path, settle_timeout: float
+) -> dict[str, Any]:
+    """The steady state, same run, by the operator at `ref` (before) and the checkout's (after), in
+    alternating order (before first, then after first), `rounds` times each: the medians and their ratio."""
+    sha, baseline = baseline_tree(ref, "operator", "reconcile.py")
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for turn in range(rounds):
+        sides: list[tuple[str, Path | None]] = [("before", baseline), ("after", None)]
+        for side, source in sides if turn % 2 == 0 else sides[::-1]:
+            figures = steady_state(apps, window, log, settle_timeout, source)
+            print(f"steady state, {side}: {figures}", flush=True)
+            runs[side].append(figures)
+    result: dict[str, Any] = {"baseline_commit": sha, "steady_apps": apps, "rounds": rounds}
+    for key in ("steady_cpu_percent_of_core", "steady_cpu_ms_per_pod_scrape", "rss_mb"):
+        for side in ("before", "after"):
+            result[f"{side}_{key}"] = [r[key] for r in runs[side]]
+            result[f"{side}_{key}_median"] = round(statistics.median(r[key] for r in runs[side]), 3)
+    result["steady_cpu_ms_per_pod_scrape_after_over_before_ratio"] = round(
+        result["after_steady_cpu_ms_per_pod_scrape_median"]
+        / result["before_steady_cpu_ms_per_pod_scrape_median"],
+        3,
+    )
+    result["load_average_1m"] = round(os.getloadavg()[0], 2)
+    return result
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -303,15 +358,31 @@ def main() -> None:
         default=600.0,
         help="seconds the steady state's apps may take to converge (a loaded machine needs more)",
     )
+    parser.add_argument(
+        "--window",
+        type=float,
+        default=None,
+        help="seconds the steady state is measured over (default 30, 15 with --quick; longer to profile it)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="GIT_REF",
+        help="only the steady state, by the operator at this commit and the checkout's (same-run A/B)",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="A/B rounds with --baseline (default 2)")
     args = parser.parse_args()
+    window = args.window if args.window is not None else 15.0 if args.quick else 30.0
+    apps = 20 if args.quick else 100
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="operator-bench-") as tmp:
         log = Path(tmp) / "operator.log"
+        if args.baseline:
+            compared = compare_steady(args.baseline, args.rounds, apps, window, log, args.settle_timeout)
+            print(json.dumps(compared))
+            return
         figures = {} if args.steady_only else reactions(3 if args.quick else 7, log)
         print(f"reactions: {figures}", flush=True)
-        steady = steady_state(
-            20 if args.quick else 100, 15.0 if args.quick else 30.0, log, args.settle_timeout
-        )
+        steady = steady_state(apps, window, log, args.settle_timeout)
         print(f"steady state: {steady}", flush=True)
         figures.update(steady)
     print(json.dumps(figures))

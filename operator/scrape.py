@@ -1,4 +1,5 @@
-"""Lag collection: every pod's Prometheus endpoint, scraped concurrently, parsed with prometheus-client.
+"""Lag collection: every pod's Prometheus endpoint, scraped concurrently over kept-alive connections
+(`keepalive`), parsed with prometheus-client (plain expositions by one regular expression, `_samples`).
 
 A pod reports (Contract 3) `smoothscale_task_lag{task=...}` for every task it has state for,
 `smoothscale_task_changelog_end_offset{task=...}` and `smoothscale_assignment_generation` (the generation it
@@ -18,13 +19,13 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.contract import names as contract
 
 from .control.observed import FailureReason, LearnedSubtopology, PodMetrics, ScrapeFailure, ScrapeResult
 from .control.pods import PodInfo
+from .keepalive import BodyTooLarge, KeepAliveClient, ProtocolError
 from .resource import MetricNames, MetricsSpec
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -162,17 +163,15 @@ def _count(value: float, name: str) -> int:
 
 
 class Scraper:
-    """Scrapes many pods at once over one connection pool; one per operator."""
+    """Scrapes many pods at once, each over its kept-alive connection (`keepalive`); one per operator."""
 
     def __init__(self, *, timeout: float, concurrency: int = 64) -> None:
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._timeout = timeout
         self._limit = asyncio.Semaphore(concurrency)
-        self._session: aiohttp.ClientSession | None = None
+        self._client = KeepAliveClient(max_body=MAX_BODY_BYTES)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.close()
 
     async def scrape_all(self, urls: Mapping[str, str], names: MetricNames) -> dict[str, ScrapeResult]:
         """Every pod's result, by pod name."""
@@ -181,22 +180,20 @@ class Scraper:
         return dict(zip(pods, results, strict=True))
 
     async def _scrape(self, url: str, names: MetricNames) -> ScrapeResult:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
         async with self._limit:
             try:
-                async with self._session.get(url) as response:
-                    if response.status != 200:
-                        return ScrapeFailure(FailureReason.HTTP_ERROR, f"GET {url}: HTTP {response.status}")
-                    body = await response.content.read(MAX_BODY_BYTES + 1)
-            except (aiohttp.ClientError, TimeoutError, OSError) as error:
+                async with asyncio.timeout(self._timeout):
+                    response = await self._client.get(url)
+            except BodyTooLarge:
+                return ScrapeFailure(
+                    FailureReason.INVALID_METRICS, f"GET {url}: more than {MAX_BODY_BYTES} bytes"
+                )
+            except (ProtocolError, TimeoutError, OSError, ValueError) as error:
                 detail = str(error) or type(error).__name__
                 return ScrapeFailure(FailureReason.UNREACHABLE, f"GET {url}: {detail}")
-        if len(body) > MAX_BODY_BYTES:
-            return ScrapeFailure(
-                FailureReason.INVALID_METRICS, f"GET {url}: more than {MAX_BODY_BYTES} bytes"
-            )
+        if response.status != 200:
+            return ScrapeFailure(FailureReason.HTTP_ERROR, f"GET {url}: HTTP {response.status}")
         try:
-            return parse_metrics(body.decode("utf-8", errors="replace"), names)
+            return parse_metrics(response.body.decode("utf-8", errors="replace"), names)
         except InvalidMetricsError as error:
             return ScrapeFailure(FailureReason.INVALID_METRICS, f"GET {url}: {error}")

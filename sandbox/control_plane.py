@@ -57,6 +57,14 @@ CONTROLLERS = (
 )
 """kube-controller-manager's controllers the sandbox needs (see the module docstring)."""
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+KUBERNETES_SERVICE_IP = "10.0.0.1"
+"""The `kubernetes` Service's ClusterIP (the range's first address), which pods' in-cluster clients dial."""
+SERVICE_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 HOST = "127.0.0.1"
 ADMIN_USER = "smoothscale-admin"
@@ -187,12 +195,14 @@ class ControlPlane:
         binaries: Binaries,
         *,
         controllers: Sequence[str] = CONTROLLERS,
+        scheduler: Path | None = None,
         startup_timeout: float = 120.0,
         stop_timeout: float = 15.0,
     ) -> None:
         self.root = root
         self.binaries = binaries
         self.controllers = tuple(controllers)
+        self.scheduler = scheduler
         self.logs = root / "logs"
         self._startup_timeout = startup_timeout
         self._stop_timeout = stop_timeout
@@ -208,7 +218,8 @@ class ControlPlane:
         self.logs.mkdir(parents=True, exist_ok=True)
         pki_dir = self.root / "pki"
         ca = pki.CertificateAuthority(pki_dir)
-        serving = ca.serving("kube-apiserver", (HOST, "localhost"))
+        # Also valid under the `kubernetes` Service's address and names, as pods reach it (a real node).
+        serving = ca.serving("kube-apiserver", (HOST, "localhost", KUBERNETES_SERVICE_IP, *SERVICE_NAMES))
         admin = ca.client(ADMIN_USER, ("system:masters",))
         controller_manager = ca.client("system:kube-controller-manager", ("system:masters",))
         accounts = pki.service_account_keys(pki_dir)
@@ -242,10 +253,15 @@ class ControlPlane:
                     "--leader-elect=false",
                     "--secure-port=0",
                     "--use-service-account-credentials=false",
+                    # What root-ca-certificate-publisher-controller publishes as `kube-root-ca.crt`: without
+                    # it the CA in every pod's token volume is empty (the kubeconfig names the CA's file).
+                    f"--root-ca-file={ca.certificate}",
                 ],
             )
             if "serviceaccount-controller" in self.controllers:
                 self._wait(manager, "kube-controller-manager", lambda: _default_account(admin_kubeconfig))
+            if self.scheduler is not None:
+                self._start_scheduler(cleanup, url, ca)
             self._cleanup = cleanup.pop_all()  # started: stop() unwinds it
         return running
 
@@ -305,16 +321,36 @@ class ControlPlane:
             "--profiling=false",
         ]
 
+    def _start_scheduler(self, cleanup: contextlib.ExitStack, url: str, ca: pki.CertificateAuthority) -> None:
+        """kube-scheduler, as the user `system:kube-scheduler` (its built-in ClusterRole), serving its health
+        checks on a free loopback port; ready once it answers /healthz."""
+        assert self.scheduler is not None
+        user = "system:kube-scheduler"
+        kubeconfig = self._kubeconfig("kube-scheduler", url, ca.certificate, ca.client(user), user)
+        port = free_port()
+        args = [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            f"--bind-address={HOST}",
+            f"--secure-port={port}",
+        ]
+        scheduler = self._start(cleanup, "kube-scheduler", args, binary=self.scheduler)
+        self._wait(scheduler, "kube-scheduler", lambda: _healthy(f"https://{HOST}:{port}/healthz"))
+
     def _kubeconfig(self, name: str, url: str, ca: Path, pair: pki.KeyPair, user: str) -> Path:
         credentials = {"client-certificate": str(pair.certificate), "client-key": str(pair.key)}
         return write_kubeconfig(self.root / f"{name}.kubeconfig", url, ca, credentials, user=user)
 
     # -- processes ----------------------------------------------------------------------------------------
 
-    def _start(self, cleanup: contextlib.ExitStack, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    def _start(
+        self, cleanup: contextlib.ExitStack, name: str, args: list[str], *, binary: Path | None = None
+    ) -> subprocess.Popen[bytes]:
         with (self.logs / f"{name}.log").open("ab") as log:
             process = subprocess.Popen(
-                [*die_with_parent(), self.binaries[name], *args],
+                [*die_with_parent(), str(binary or self.binaries[name]), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -374,6 +410,18 @@ def _api_ready(url: str, ca: Path, client: pki.KeyPair) -> bool:
     context.load_cert_chain(str(client.certificate), str(client.key))
     try:
         with urllib.request.urlopen(f"{url}/readyz", timeout=5, context=context) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+def _healthy(url: str) -> bool:
+    """A component's /healthz answers ok (its self-signed serving certificate is not checked)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as response:
             return bool(response.status == 200)
     except (OSError, urllib.error.HTTPError):
         return False

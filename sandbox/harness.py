@@ -12,7 +12,6 @@ The operator is `smoothscale operator --standalone`, exactly as a single-replica
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import subprocess
 import sys
@@ -23,13 +22,13 @@ from typing import Any, Protocol
 
 import kubernetes
 
-from smoothscale.client import from_configmap
 from smoothscale.contract import names as contract
 from smoothscale.contract.publication import Publication
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 
 from .api_links import ApiLinks
 from .app_process import AppProcess
+from .app_view import AppReader
 from .kafka_streams import KafkaStreamsCommand, by_runtime
 from .kubelet import DEFAULT_ZONES, Kubelet
 from .processruntime import worker_runtime
@@ -248,34 +247,23 @@ class Sandbox:
             contract.GROUP, contract.VERSION, namespace, contract.PLURAL, name, dict(patch)
         )
 
+    @property
+    def reader(self) -> AppReader:
+        """Reads of the app, its pods and its publication, in the sandbox's namespace by default."""
+        if self.api is None:
+            raise RuntimeError("the sandbox is not started")
+        return AppReader(self.api, self._namespace(None), self.zones)
+
     def app(self, name: str, namespace: str | None = None) -> dict[str, Any]:
-        namespace = self._namespace(namespace)
-        return _json(
-            self.custom.get_namespaced_custom_object(
-                contract.GROUP, contract.VERSION, namespace, contract.PLURAL, name, _preload_content=False
-            )
-        )
+        return self.reader.app(name, namespace)
 
     def pods(self, app: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """The app's pods as the API returns them (plain JSON)."""
-        namespace = self._namespace(namespace)
-        response = self.core.list_namespaced_pod(
-            namespace, label_selector=f"{contract.APP_LABEL}={app}", _preload_content=False
-        )
-        return list(_json(response)["items"])
+        return self.reader.pods(app, namespace)
 
     def publication(self, app: str, namespace: str | None = None) -> Publication | None:
         """The generation the operator published last, or None before the first."""
-        namespace = self._namespace(namespace)
-        try:
-            response = self.core.read_namespaced_config_map(
-                contract.assignment_configmap(app), namespace, _preload_content=False
-            )
-        except kubernetes.client.ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return from_configmap(_json(response))
+        return self.reader.publication(app, namespace)
 
     def annotate(self, pod: str, annotations: Mapping[str, str | None], namespace: str | None = None) -> None:
         self.core.patch_namespaced_pod(
@@ -305,9 +293,3 @@ class ApiRequest:
     method: str
     path: str
     agent: str
-
-
-def _json(response: Any) -> dict[str, Any]:
-    """The body of a `_preload_content=False` response: plain JSON, as the API sent it."""
-    data: dict[str, Any] = json.loads(response.data)
-    return data

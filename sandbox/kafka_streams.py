@@ -42,6 +42,7 @@ from .processruntime import Command, CommandBuilder, pod_env
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_JAR = ROOT / "bridge/sample-app/target/sample-app.jar"
 SPRING_SAMPLE_JAR = ROOT / "bridge/spring-boot-app/target/spring-boot-sample.jar"
+QUARKUS_SAMPLE_JAR = ROOT / "bridge/quarkus-app/target/quarkus-sample-runner.jar"
 BROKER_ASSIGNOR_JAR = ROOT / "bridge/broker-assignor/target/smoothscale-broker-assignor.jar"
 BRIDGE_JAR = ROOT / "bridge/smoothscale-streams/target/smoothscale-streams-0.1.0.jar"
 JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
@@ -61,6 +62,12 @@ def spring_sample_jar() -> Path:
     """The Spring Boot sample's jar (`bridge/spring-boot-app`: the same topology, adopting smoothscale through
     its `application.properties` alone), built like `sample_jar`."""
     return _bridge_jar(SPRING_SAMPLE_JAR)
+
+
+def quarkus_sample_jar() -> Path:
+    """The Quarkus sample's uber-jar (`bridge/quarkus-app`: the same topology, adopting smoothscale through
+    its `application.properties` alone), built like `sample_jar`."""
+    return _bridge_jar(QUARKUS_SAMPLE_JAR)
 
 
 def broker_assignor_jar() -> Path:
@@ -97,18 +104,24 @@ class Instance:
     metrics_port: int
     log: Path
     process: subprocess.Popen[bytes]
+    metrics_path: str = "/metrics"
+    """The bridge's own endpoint answers on any path; an app serving the metrics through Micrometer on its own
+    path (Quarkus' `/q/metrics`)."""
+
+    def scrape(self) -> str:
+        """The metrics endpoint's text, as the operator scrapes it; "" when unreachable."""
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.metrics_port}{self.metrics_path}", timeout=2
+            ) as response:
+                return str(response.read().decode())
+        except OSError:
+            return ""
 
     def metrics(self) -> dict[str, float]:
         """Every sample of the metrics endpoint, keyed by its series (`name{labels}`); {} when unreachable."""
-        try:
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2
-            ) as response:
-                text = response.read().decode()
-        except OSError:
-            return {}
         samples: dict[str, float] = {}
-        for line in text.splitlines():
+        for line in self.scrape().splitlines():
             if line and not line.startswith("#"):
                 series, _, value = line.rpartition(" ")
                 samples[series] = float(value)
@@ -152,8 +165,10 @@ class SampleApp:
         bridged: bool = True,
         extra_env: Mapping[str, str] | None = None,
         jar: Path | None = None,
+        metrics_path: str = "/metrics",
     ) -> Instance:
-        """Start pod `pod`'s instance: the sample app's jar, or `jar` (the Spring Boot sample's, say)."""
+        """Start pod `pod`'s instance: the sample app's jar, or `jar` (the Spring Boot sample's, say), whose
+        metrics are at `metrics_path` on the port it is given as SMOOTHSCALE_METRICS_PORT."""
         state_dir = self.work_dir / "state" / pod
         state_dir.mkdir(parents=True, exist_ok=True)
         port = free_port()
@@ -183,7 +198,7 @@ class SampleApp:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        instance = Instance(pod, port, log, process)
+        instance = Instance(pod, port, log, process, metrics_path)
         self.instances[pod] = instance
         return instance
 

@@ -18,22 +18,28 @@ What this machine needs, each found by a failing start (docs/real-node.md):
 - the kubelet binds to 127.0.0.1 and gets free ports; containerd's sockets, state, runc's state, network
   namespaces, the CNI bridge's leases and pod logs all live under `root`, so that nothing of another
   containerd on the machine is touched.
+- no kube-proxy: the node forwards the `kubernetes` Service's ClusterIP to the API server on loopback
+  itself (a DNAT rule for packets from the pods' bridge, `route_localnet` on it), so that pods' in-cluster
+  clients (the operator installed by the chart, the apps' pods) work unchanged; the pods' default route
+  goes through the bridge (`isDefaultGateway`).
 
 `with RealNode(root, folder, control_plane, name=..., zone=..., images=archive, sandbox_image=...) as node:`
 starts containerd, imports the images, starts the kubelet and waits until the node is Ready. On exit,
-however it exits, it deletes the pods bound to the node and waits for the kubelet to stop them, stops the
-kubelet, kills what containers remain, stops containerd, unmounts what they left mounted under `root` and
-removes the bridge.
+however it exits, it cordons the node, deletes the pods bound to it and waits for the kubelet to stop them,
+stops the kubelet, kills what containers remain, stops containerd, unmounts what they left mounted under
+`root`, and removes the forwarding rule and the bridge.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import subprocess
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +56,7 @@ from .control_plane import (
 )
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
-NAMES = ("containerd", "containerd-shim-runc-v2", "ctr", "kubelet")
+NAMES = ("containerd", "containerd-shim-runc-v2", "ctr", "kubelet", "kube-scheduler")
 CRI_NAMESPACE = "k8s.io"
 RUNC = "/usr/sbin/runc"
 CNI_PLUGINS = "/usr/lib/cni"
@@ -64,7 +70,8 @@ class RealNodeError(RuntimeError):
 
 @dataclass(frozen=True)
 class NodeBinaries(Binaries):
-    """The folder `tools/node/build.sh` fills: containerd, containerd-shim-runc-v2, ctr, kubelet."""
+    """The folder `tools/node/build.sh` fills: containerd, containerd-shim-runc-v2, ctr, the kubelet, and
+    kube-scheduler (for the control plane: pods not bound by hand reach a real node through it)."""
 
     NAMES = NAMES
     BUILD = "tools/node/build.sh"
@@ -147,6 +154,8 @@ class RealNode:
         running = RunningNode(self.name, self.zone, self.root, self.socket, self.binaries)
         with self._cleanup as cleanup:
             cleanup.callback(self._unmount_and_unbridge)
+            self._bridge_up()
+            cleanup.enter_context(self._api_server_service())
             containerd = self._start(
                 cleanup, "containerd", [self.binaries["containerd"], f"--config={self._containerd_config()}"]
             )
@@ -176,6 +185,9 @@ class RealNode:
                     "type": "bridge",
                     "bridge": self.bridge,
                     "isGateway": True,
+                    # the pods' default route: to the `kubernetes` Service's ClusterIP (forwarded to the API
+                    # server, `_api_server_service`) and to anything else of the host
+                    "isDefaultGateway": True,
                     "ipMasq": False,
                     "hairpinMode": True,
                     "ipam": {
@@ -273,10 +285,14 @@ state = "{self.root / "state"}"
         return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
     def _delete_pods(self) -> None:
-        """Delete every pod bound to the node at once and wait until the kubelet has stopped their containers
-        and torn down their networks (its own way out), or `stop_timeout`; what remains is killed later."""
+        """Cordon the node (the scheduler binds no pod to it any more: controllers that replace deleted pods,
+        a ReplicaSet's or the operator's, would refill it), delete every pod bound to it at once and wait
+        until the kubelet has stopped their containers and torn down their networks (its own way out), or
+        `stop_timeout`; what remains is killed later."""
         with kubernetes.config.new_client_from_config(config_file=str(self.control_plane.kubeconfig)) as api:
             core = kubernetes.client.CoreV1Api(api)
+            with contextlib.suppress(kubernetes.client.ApiException):
+                core.patch_node(self.name, {"spec": {"unschedulable": True}})
             selector = f"spec.nodeName={self.name}"
             for pod in core.list_pod_for_all_namespaces(field_selector=selector).items:
                 meta = pod.metadata or kubernetes.client.V1ObjectMeta()
@@ -302,6 +318,40 @@ state = "{self.root / "state"}"
             for container in running.ctr("containers", "list", "--quiet").split():
                 with contextlib.suppress(RealNodeError):
                     running.ctr("containers", "delete", container)
+
+    def _bridge_up(self) -> None:
+        """The pods' bridge with its gateway address, made before any pod so that servers of the host (the
+        API server's forward, Kafka's brokers) can listen on that address; the CNI bridge plugin takes
+        the bridge as it finds it."""
+        network = ipaddress.ip_network(self.pod_subnet)
+        gateway = f"{next(network.hosts())}/{network.prefixlen}"
+        _ip("link", "add", "name", self.bridge, "type", "bridge")
+        _ip("addr", "add", gateway, "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+
+    @contextlib.contextmanager
+    def _api_server_service(self) -> Iterator[None]:
+        """The `kubernetes` Service's ClusterIP forwarded to the API server on loopback, as kube-proxy would
+        forward it (no kube-proxy runs): a DNAT rule for packets from the pods' bridge, and `route_localnet`
+        on the bridge so that the kernel routes them to 127.0.0.1. Pods' in-cluster clients then work
+        unchanged, and the API server stays bound to loopback. Removed on exit."""
+        with kubernetes.config.new_client_from_config(config_file=str(self.control_plane.kubeconfig)) as api:
+            service = kubernetes.client.CoreV1Api(api).read_namespaced_service("kubernetes", "default").spec
+        if service is None or not service.ports or not service.cluster_ip:
+            raise RealNodeError("the API server made no `kubernetes` Service with a ClusterIP and a port")
+        port = service.ports[0].port
+        target = urllib.parse.urlsplit(self.control_plane.url)
+        rule = [
+            "PREROUTING", "--in-interface", self.bridge, "--protocol", "tcp",
+            "--destination", f"{service.cluster_ip}/32", "--destination-port", str(port),
+            "--jump", "DNAT", "--to-destination", f"{target.hostname}:{target.port}",
+        ]  # fmt: skip
+        Path(f"/proc/sys/net/ipv4/conf/{self.bridge}/route_localnet").write_text("1")
+        _iptables("--append", *rule)
+        try:
+            yield
+        finally:
+            _iptables("--delete", *rule)
 
     def _unmount_and_unbridge(self) -> None:
         """Unmount what the kubelet and containerd left under `root` (volumes, network namespaces, shared
@@ -331,3 +381,15 @@ state = "{self.root / "state"}"
 
     def _wait(self, process: subprocess.Popen[bytes], name: str, ready: Callable[[], bool]) -> None:
         wait_started(process, name, ready, self.logs, self._startup_timeout, RealNodeError, poll=0.5)
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0 and "File exists" not in done.stderr:
+        raise RealNodeError(f"ip {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+
+
+def _iptables(*args: str) -> None:
+    done = subprocess.run(["iptables", "--table", "nat", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RealNodeError(f"iptables {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")

@@ -41,7 +41,7 @@ from ..resource import (
     ScalingPolicy,
     StreamsAppSpec,
     StreamsAppStatus,
-    planner_config,
+    scale_down_timeout_seconds,
     scaling_policy,
 )
 from . import events as ev
@@ -553,7 +553,9 @@ def _status(
             plan=_plan_outcome(memory.plan),
             settled=settled(memory.plan, published),
             leaving=leaving_pods(
-                pods, planner_config(spec).scale_down_timeout_seconds if spec is not None else None
+                # not planner_config(spec): building a whole planner config every round cost a tenth of a step
+                pods,
+                scale_down_timeout_seconds(spec.scaling) if spec is not None else None,
             ),
             lag_total=lag_total,
             lag_max_task=lag_max,

@@ -37,6 +37,10 @@ def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         return context.login(**kwargs)
 
-    @kopf.on.probe(registry=registry, id="apps")
+    @kopf.on.probe(registry=registry, id="apps", errors=kopf.ErrorsMode.PERMANENT)
     def apps(**_: Any) -> int:
+        # Not logged in (no credentials found, or none that work yet): kopf watches nothing and retries only
+        # every minute, so the probe fails (HTTP 500 at once: a permanent error is not retried) and the pod
+        # is not Ready, rather than Ready and idle.
+        context.connection()
         return len(context.apps)

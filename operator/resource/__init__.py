@@ -7,7 +7,14 @@ Import from here; the submodules each hold one concern (`spec`, `kafka`, `status
 from .app import StreamsApp
 from .kafka import KafkaSecretRef, KafkaSpec, SaslMechanism, SecurityProtocol
 from .kafkastatus import ChangelogStatus, ConsumerGroupMember, ConsumerGroupStatus, KafkaStatus
-from .planner import ScalingPolicy, assignment_spec, input_partition_racks, planner_config, scaling_policy
+from .planner import (
+    ScalingPolicy,
+    assignment_spec,
+    input_partition_racks,
+    planner_config,
+    scale_down_timeout_seconds,
+    scaling_policy,
+)
 from .spec import (
     AssignmentSpec,
     MetricNames,
@@ -78,6 +85,7 @@ __all__ = [
     "input_partition_racks",
     "load_spec",
     "planner_config",
+    "scale_down_timeout_seconds",
     "scaling_policy",
     "semantic_problems",
     "spec_problems",

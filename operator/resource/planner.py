@@ -61,20 +61,24 @@ def max_surge_pods(max_surge: int | str, replicas: int) -> int:
 def scaling_policy(scaling: ScalingSpec, replicas: int, *, delete_claims: bool = False) -> ScalingPolicy:
     """The pod set's policy for `scaling` at `replicas` (which must have passed validation)."""
     window = scaling.scale_down_stabilization
-    timeout = scaling.scale_down_timeout
     return ScalingPolicy(
         strategy=scaling.update_strategy,
         max_surge=max_surge_pods(scaling.max_surge, replicas),
-        scale_down_timeout=None if timeout is None else parse_duration(timeout),
+        scale_down_timeout=scale_down_timeout_seconds(scaling),
         stabilization=None if window is None else timedelta(seconds=parse_duration(window)),
         delete_claims=delete_claims,
     )
 
 
+def scale_down_timeout_seconds(scaling: ScalingSpec) -> float | None:
+    """`scaleDownTimeout` in seconds (None: no timeout), for the pod set and the planner alike."""
+    timeout = scaling.scale_down_timeout
+    return None if timeout is None else parse_duration(timeout)
+
+
 def planner_config(spec: StreamsAppSpec) -> PlannerConfig:
     """The planner's config for `spec` (which must have passed validation: durations parse)."""
     assignment = spec.assignment
-    timeout = spec.scaling.scale_down_timeout
     return PlannerConfig(
         num_standbys=assignment.num_standbys,
         acceptable_recovery_lag=assignment.acceptable_recovery_lag,
@@ -84,7 +88,7 @@ def planner_config(spec: StreamsAppSpec) -> PlannerConfig:
             traffic_cost=assignment.rack_aware.traffic_cost,
             non_overlap_cost=assignment.rack_aware.non_overlap_cost,
         ),
-        scale_down_timeout_seconds=None if timeout is None else parse_duration(timeout),
+        scale_down_timeout_seconds=scale_down_timeout_seconds(spec.scaling),
         probing_interval_seconds=parse_duration(assignment.probing_interval),
         balance_factor=assignment.balance_factor,
         balance_by=assignment.balance_by,

@@ -124,6 +124,8 @@ class MemoryRuntime:
         self.not_ready: set[str] = set()
         self.pods: dict[str, FakePod] = {}
         self.violations: list[str] = []
+        self.scrapes = 0
+        """Metrics requests the pods answered (the benchmark's measure of how often the operator scraped)."""
         self.seen: dict[str, list[tuple[int, float]]] = {}
         """app -> (generation, the time it was first seen) of every generation the pods saw."""
         self.lock = threading.Lock()
@@ -251,6 +253,7 @@ class MemoryRuntime:
             if pod.mode == "garbage":
                 return web.Response(text="<html>this is not prometheus {{{</html>")
             with self.lock:
+                self.scrapes += 1
                 return web.Response(text=pod.exposition(self.changelog, self.process_rates))
 
         application = web.Application()

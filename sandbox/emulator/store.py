@@ -122,15 +122,18 @@ class ObjectStore:
     def select(self, resource: kmock.resource, where: ObjectFilter) -> list[dict[str, Any]]:
         """Existing objects of a kind that pass the filter, ordered by namespace and name (as etcd lists)."""
         self.info(resource)
-        found = [
-            (namespace or "", name, entry.last.raw)
-            for (res, namespace, name), entry in list(self._objects.items())
-            if res == resource
-            and not entry.deleted
-            and (where.namespace is None or namespace == where.namespace)
-        ]
+        found = []
+        for (res, namespace, name), entry in list(self._objects.items()):
+            if res != resource or (where.namespace is not None and namespace != where.namespace):
+                continue
+            # The latest version, None once deleted: kmock's `last` walks the history in Python, which made
+            # lists most of a busy emulator's time (an operator lists each app's pods every round).
+            history = entry.history
+            latest = history[-1] if len(history) else None
+            if latest is not None and where.matches(obj := latest.raw):
+                found.append((namespace or "", name, obj))
         found.sort(key=lambda item: (item[0], item[1]))
-        return [obj for _, _, obj in found if where.matches(obj)]
+        return [obj for _, _, obj in found]
 
     # -- writing -----------------------------------------------------------------------------------------
 

@@ -19,9 +19,12 @@ import java.util.Optional;
  *     {@value #DEFAULT_METRICS_PORT} (0: any free port)
  * @param kubeconfig a JSON kubeconfig to reach the API with instead of the pod's service account:
  *     {@code smoothscale.kubeconfig}
+ * @param micrometer whether the metrics go to the app's Micrometer registry when it serves Prometheus through
+ *     one (then the bridge opens no port): {@code smoothscale.metrics.micrometer}, default true; false keeps
+ *     the bridge's own endpoint
  */
 public record BridgeSettings(String pod, String namespace, String configMap, String metricsHost, int metricsPort,
-                             Optional<Path> kubeconfig) {
+                             Optional<Path> kubeconfig, boolean micrometer) {
     public static final String POD = "smoothscale.pod";
     public static final String NAMESPACE = "smoothscale.namespace";
     public static final String APP = "smoothscale.app";
@@ -29,6 +32,7 @@ public record BridgeSettings(String pod, String namespace, String configMap, Str
     public static final String METRICS_HOST = "smoothscale.metrics.host";
     public static final String METRICS_PORT = "smoothscale.metrics.port";
     public static final String KUBECONFIG = "smoothscale.kubeconfig";
+    public static final String METRICS_MICROMETER = "smoothscale.metrics.micrometer";
     /**
      * The metrics endpoint's port unless set: none of the usual defaults (8080 of Spring Boot, Quarkus and
      * Micronaut, 9000 of Quarkus' management interface, 9090 of Prometheus, 9404 of the JMX exporter that Kafka
@@ -52,10 +56,16 @@ public record BridgeSettings(String pod, String namespace, String configMap, Str
             throw new IllegalArgumentException(METRICS_PORT + " (" + envName(METRICS_PORT) + ") must be a port number"
                 + " from 0 to 65535, got '" + port + "'");
         }
+        String micrometer = value(app, env, METRICS_MICROMETER).orElse("true").toLowerCase(Locale.ROOT);
+        if (!micrometer.equals("true") && !micrometer.equals("false")) {
+            throw new IllegalArgumentException(METRICS_MICROMETER + " (" + envName(METRICS_MICROMETER) + ") must be"
+                + " true (the app's Micrometer registry serves the metrics when it has a Prometheus one) or false (the"
+                + " bridge's own endpoint on " + METRICS_PORT + "), got '" + micrometer + "'");
+        }
         return new BridgeSettings(pod, namespace,
             configMap.orElseGet(() -> required(app, env, APP) + "-assignment"),
             value(app, env, METRICS_HOST).orElse("0.0.0.0"), metricsPort,
-            value(app, env, KUBECONFIG).map(Path::of));
+            value(app, env, KUBECONFIG).map(Path::of), Boolean.parseBoolean(micrometer));
     }
 
     /** The environment variable that stands in for a property: {@code SMOOTHSCALE_<NAME>}, the pod's name

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
 import org.apache.kafka.streams.processor.assignment.ProcessId;
@@ -18,8 +19,12 @@ import org.apache.kafka.streams.processor.assignment.TaskAssignor.TaskAssignment
  *             the group has an entry, possibly empty)
  * @param problems why the publication cannot be followed as it is, in the order found (empty: followed)
  * @param idlePods members the publication does not name yet (new pods the operator has not planned for)
+ * @param failover per pod, the actives the publication gives it that run elsewhere this generation: the pod is
+ *                 not in the group, or is not caught up on them while the member that ran them is (see
+ *                 {@link PublishedPlan}); empty when the kept part is the whole assignment
  */
-public record PlanResult(Map<ProcessId, Set<AssignedTask>> kept, List<Problem> problems, List<String> idlePods) {
+public record PlanResult(Map<ProcessId, Set<AssignedTask>> kept, List<Problem> problems, List<String> idlePods,
+                         Map<String, List<TaskId>> failover) {
     /** One reason the publication cannot be followed, and a sentence for the log naming the pod or task. */
     public record Problem(FallbackReason reason, String detail) {}
 
@@ -27,13 +32,14 @@ public record PlanResult(Map<ProcessId, Set<AssignedTask>> kept, List<Problem> p
         kept = Map.copyOf(kept);
         problems = List.copyOf(problems);
         idlePods = List.copyOf(idlePods);
+        failover = Map.copyOf(failover);
     }
 
     public boolean isFollowed() {
         return problems.isEmpty();
     }
 
-    /** The kept part as Kafka's assignment: the whole publication when {@link #isFollowed()}. */
+    /** The kept part as Kafka's assignment: the whole publication when {@link #isFollowed()} with no failover. */
     public TaskAssignment assignment() {
         List<KafkaStreamsAssignment> assignments = new ArrayList<>();
         kept.forEach((process, tasks) -> assignments.add(KafkaStreamsAssignment.of(process, tasks)));

@@ -1,9 +1,6 @@
 package io.smoothscale.streams;
 
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
@@ -27,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * the operator gives every pod. {@link #configure} adds what the bridge needs and overwrites nothing: a
  * setting of the app that would defeat it is refused at start-up ({@link #refuseConflicts}).
  * {@link #clientSupplier} lets a new publication start a rebalance; {@link #start} watches the assignment
- * ConfigMap and serves the Contract 3 metrics.
+ * ConfigMap and serves the Contract 3 metrics (through the app's Micrometer registry when it serves Prometheus,
+ * else on an endpoint of its own: {@link MetricsEndpoint}).
  */
 public final class SmoothscaleBridge implements AutoCloseable {
     /** The key under which {@link #configure} passes this bridge to the assignor through the app's config. */
@@ -52,7 +50,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private PublicationWatch watch;
     private boolean closed;
     private PublicationFollower follower;
-    private HTTPServer server;
+    private MetricsEndpoint metrics;
     private TaskSource tasks;
     private ReportedClient reported;
 
@@ -212,19 +210,13 @@ public final class SmoothscaleBridge implements AutoCloseable {
             .help("Newest generation this pod has read from its assignment ConfigMap (absent: none valid).")
             .callback(callback -> publications.publication().ifPresent(p -> callback.call(p.generation())))
             .register(registry);
-        try {
-            server = HTTPServer.builder().hostname(settings.metricsHost()).port(settings.metricsPort())
-                .registry(registry).buildAndStart();
-        } catch (IOException error) {
-            throw new UncheckedIOException("cannot serve metrics on " + settings.metricsHost() + ":"
-                + settings.metricsPort() + " (set " + BridgeSettings.METRICS_PORT + ")", error);
-        }
+        metrics = MetricsEndpoint.start(settings, registry);
         // The watch starts in a thread of its own: the Kafka Streams client joins its group meanwhile (a leader
         // without a publication falls back to Kafka's assignment; the pod reports a generation once it follows one).
         daemon("smoothscale-watch-start", this::watchAssignment);
         follower.start();
-        LOG.info("smoothscale bridge for pod {} follows ConfigMap {}; metrics on {}:{}", settings.pod(),
-            configMapName(), settings.metricsHost(), server.getPort());
+        LOG.info("smoothscale bridge for pod {} follows ConfigMap {}; metrics on {}", settings.pod(),
+            configMapName(), metrics.describe());
     }
 
     private static void daemon(String name, Runnable task) {
@@ -283,9 +275,10 @@ public final class SmoothscaleBridge implements AutoCloseable {
         return settings.namespace() + "/" + settings.configMap();
     }
 
-    /** The port the metrics endpoint listens on (after {@link #start}). */
+    /** The port the bridge's own metrics endpoint listens on (after {@link #start}); -1 when the app's
+     * Micrometer registry serves the metrics. */
     public int metricsPort() {
-        return server.getPort();
+        return metrics.port();
     }
 
     /** The generation this instance runs (-1 until it runs one). */
@@ -302,8 +295,8 @@ public final class SmoothscaleBridge implements AutoCloseable {
         if (watch != null) {
             watch.close();
         }
-        if (server != null) {
-            server.close();
+        if (metrics != null) {
+            metrics.close();
         }
         if (tasks != null) {
             tasks.close();

@@ -36,7 +36,7 @@ class ConfigurationOnlyTest {
     @TempDir
     Path stateDir;
 
-    private static Topology topology() {
+    static Topology topology() {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream("orders", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
             .count(Materialized.as("counts"));
@@ -44,6 +44,12 @@ class ConfigurationOnlyTest {
     }
 
     private Properties app(String pod) throws IOException {
+        return app(stateDir, pod);
+    }
+
+    /** The settings of pod {@code pod} adopting smoothscale alone, its state under {@code stateDir}; no broker,
+     * no API server, the bridge's own endpoint on any free port. */
+    static Properties app(Path stateDir, String pod) throws IOException {
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "orders");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
@@ -57,6 +63,8 @@ class ConfigurationOnlyTest {
         props.put(BridgeSettings.APP, "orders");
         props.put(BridgeSettings.METRICS_HOST, "127.0.0.1");
         props.put(BridgeSettings.METRICS_PORT, "0");
+        // The tests' class path has Micrometer's Prometheus registry (MicrometerMetricsTest): the bridge's own endpoint.
+        props.put(BridgeSettings.METRICS_MICROMETER, "false");
         // No API server: the watch fails, and the leader would fall back until it reads a publication.
         Path kubeconfig = Files.writeString(stateDir.resolve("kubeconfig.json"),
             "{\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"http://127.0.0.1:1\"}}],\"users\":[],\"contexts\":[]}");

@@ -24,7 +24,8 @@ class SmoothscaleBridgeTest {
 
     /** A bridge for pod {@code pod} of app {@code orders} in namespace {@code ns}, metrics on any free port. */
     static SmoothscaleBridge bridgeOf(String pod) {
-        return new SmoothscaleBridge(new BridgeSettings(pod, "ns", "orders-assignment", "127.0.0.1", 0, Optional.empty()));
+        return new SmoothscaleBridge(new BridgeSettings(pod, "ns", "orders-assignment", "127.0.0.1", 0, Optional.empty(),
+            false));
     }
 
     @Test
