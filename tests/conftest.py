@@ -73,9 +73,9 @@ SHARED_FIXTURES = {
     "kafka_racks": "kafka-racks",
     "kafka_broker": "kafka-broker",
 }
-"""Session fixtures that start servers (a Spark JVM, a control plane, brokers) -> the `xdist_group` of the tests
-that use them: the README's run spreads tests over two processes (pytest-xdist, `--dist loadgroup`), and the
-tests sharing one such fixture stay in one process, which starts it once (the first listed wins)."""
+"""Session fixtures that start servers (a Spark JVM, a control plane, brokers) -> the `xdist_group` of the
+tests that use them: the README's run spreads tests over two processes (pytest-xdist, `--dist loadgroup`),
+and the tests sharing one such fixture stay in one process, which starts it once (the first listed wins)."""
 
 
 @pytest.hookimpl(tryfirst=True)
