@@ -134,7 +134,7 @@ public class OperatorTaskAssignor implements TaskAssignor {
             LOG.info("Generation {} does not name pods {} yet: they get no tasks until the operator plans for them",
                 generation, plan.idlePods());
         }
-        if (!plan.failover().isEmpty()) {
+        if (plan.needsPlacement()) {
             return failOver(state, generation, plan);
         }
         LOG.info("Assigning generation {} of the operator's plan to {} clients", generation,
@@ -150,9 +150,16 @@ public class OperatorTaskAssignor implements TaskAssignor {
      * followed up like one, so the group takes the operator's next plan without waiting for a member to ask.
      */
     private TaskAssignment failOver(ApplicationState state, long generation, PlanResult plan) {
-        LOG.warn("Generation {} of the operator's plan gives actives to pods that are not in the group, or not"
-            + " caught up on them while the member that ran them is ({}): they run where their most caught-up"
-            + " copy is, the rest of the plan as published", generation, plan.failover());
+        if (!plan.failover().isEmpty()) {
+            LOG.warn("Generation {} of the operator's plan gives actives to pods that are not in the group, or not"
+                + " caught up on them while the member that ran them is ({}): they run where their most caught-up"
+                + " copy is, the rest of the plan as published", generation, plan.failover());
+        }
+        if (!plan.unplanned().isEmpty()) {
+            LOG.warn("Tasks {} are new to the app since generation {} of the operator's plan (a topology change):"
+                + " placed where their state is until the operator plans with the topology this leader reports",
+                plan.unplanned(), generation);
+        }
         bridge.assignorMetrics().failedOver();
         return placeRest(state, plan.kept());
     }

@@ -40,7 +40,10 @@ import org.apache.kafka.streams.processor.assignment.TaskInfo;
  * moves onto a member not caught up on it while the member that ran it is: the operator never plans such a
  * move (KIP-441's rule), so that plan predates the pod losing its state (restarted without its volume), and
  * following it would restore the task from scratch while it stops processing. Only when no pod the
- * publication gives work is in the group was it written for other members.
+ * publication gives work is in the group was it written for other members. Tasks the publication names
+ * nowhere are new to the app (more input partitions, a new subtopology) since the operator planned: they are
+ * placed the same way ({@link PlanResult#unplanned()}) until the operator plans with the topology this
+ * leader reports.
  *
  * <p>What is not kept: the tasks of a client that names no pod (or a pod another client names too), a task
  * active on two pods, and names that are no task of the app.
@@ -105,10 +108,17 @@ public final class PublishedPlan {
         }
         Set<TaskId> failingOver = new HashSet<>();
         failover.values().forEach(failingOver::addAll);
+        Set<String> named = named(publication);
         List<String> missing = new ArrayList<>();
+        List<TaskId> unplanned = new ArrayList<>();
         for (TaskId task : tasks.keySet()) {
-            if (!activeOn.containsKey(task) && !twice.contains(task) && !failingOver.contains(task)) {
+            if (activeOn.containsKey(task) || twice.contains(task) || failingOver.contains(task)) {
+                continue;
+            }
+            if (named.contains(task.toString())) {
                 missing.add(task.toString());
+            } else {
+                unplanned.add(task);
             }
         }
         if (!missing.isEmpty()) {
@@ -134,12 +144,13 @@ public final class PublishedPlan {
             }
         });
         failover.values().removeIf(List::isEmpty);
-        PlanResult result = new PlanResult(kept, problems, idle(publication, processOf), failover);
-        if (result.isFollowed() && failover.isEmpty()) {
+        unplanned.sort(null);
+        PlanResult result = new PlanResult(kept, problems, idle(publication, processOf), failover, unplanned);
+        if (result.isFollowed() && !result.needsPlacement()) {
             AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(state, result.assignment());
             if (error != AssignmentError.NONE) {
                 return new PlanResult(Map.of(), List.of(new PlanResult.Problem(FallbackReason.INVALID_ASSIGNMENT,
-                    "Kafka rejects generation " + generation + ": " + error)), List.of(), Map.of());
+                    "Kafka rejects generation " + generation + ": " + error)), List.of(), Map.of(), List.of());
             }
         }
         return result;
@@ -172,6 +183,17 @@ public final class PublishedPlan {
             }
         });
         return processOf;
+    }
+
+    /** Every task name the publication gives any pod, in any role, or revokes. */
+    private static Set<String> named(Publication publication) {
+        Set<String> names = new HashSet<>(publication.revoking().keySet());
+        publication.assignment().values().forEach(roles -> {
+            names.addAll(roles.active());
+            names.addAll(roles.standby());
+            names.addAll(roles.warmup());
+        });
+        return names;
     }
 
     /** The pods the publication gives any task, as active, standby or warmup. */

@@ -237,11 +237,30 @@ class OperatorTaskAssignorTest {
     }
 
     @Test
-    void aTaskActiveNowhereFallsBack() {
+    void aTaskThePlanNamesButRunsNowhereFallsBack() {
         Map<String, PodTasks> plan = fullPlan();
         plan.put("orders-1", pod(List.of("0_2", "1_1"), List.of("0_3"), List.of()));
         bridge.publications().accept(new Publication(4, plan, Map.of()));
         assertFallsBack(twoMembers(), FallbackReason.MISSING_TASK);
+    }
+
+    @Test
+    void tasksNewToTheAppSinceThePlanArePlacedAndTheRestOfThePlanKept() {
+        // A subtopology added by an upgrade (2_0, 2_1) and an input partition more (0_4): not in generation 4.
+        Group group = group().tasks(2, 2, true).tasks(0, 5, true)
+            .member("orders-0", 1, ids("0_0", "0_1", "1_0")).member("orders-1", 1, ids("0_2", "0_3", "1_1"));
+        bridge.publications().accept(new Publication(4, fullPlan(), Map.of()));
+
+        TaskAssignment assignment = assign(group);
+
+        Set<String> zero = tasksOf(assignment, group.process("orders-0"), AssignedTask.Type.ACTIVE);
+        Set<String> one = tasksOf(assignment, group.process("orders-1"), AssignedTask.Type.ACTIVE);
+        assertTrue(zero.containsAll(Set.of("0_0", "0_1", "1_0")) && one.containsAll(Set.of("0_2", "0_3", "1_1")),
+            "the plan stands: " + zero + " " + one);
+        assertEquals(1.0, bridge.assignorMetrics().failoverCount());
+        for (FallbackReason reason : FallbackReason.values()) {
+            assertEquals(0.0, bridge.assignorMetrics().fallbackCount(reason), reason.label());
+        }
     }
 
     @Test
