@@ -8,6 +8,7 @@ step live; it ends with a summary, a PNG timeline, and exit status 1 if any inva
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 import tempfile
@@ -89,6 +90,34 @@ if TYPE_CHECKING:
     help="With --app-jar: a variable of every pod's environment (how the app gets its settings). Repeatable.",
 )
 @click.option(
+    "--real-node",
+    "node_bin",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Run on a real node instead (root only): the control plane from --kube-bin, containerd, runc and "
+    "a kubelet from this folder (the one `bash tools/node/build.sh` prints, built once), the operator "
+    "installed with `helm install` of --chart, the sample worker's pods in containers: 3 pods, 6, 3, a "
+    "container killed, a pod deleted with a grace period (docs/real-node.md).",
+)
+@click.option(
+    "--node-images",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="With --real-node: the image archive `bash tools/node/images.sh` prints last.",
+)
+@click.option(
+    "--helm",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="With --real-node: the helm binary [default: helm on the PATH; python .ci/kube_tools.py gets one].",
+)
+@click.option(
+    "--chart",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="With --real-node: the Helm chart to install [default: charts/smoothscale, from the repository].",
+)
+@click.option(
     "--json",
     "json_figures",
     is_flag=True,
@@ -106,6 +135,10 @@ def demo_command(
     app_main: str | None,
     inputs: list[InputTopic],
     app_env: list[tuple[str, str]],
+    node_bin: Path | None,
+    node_images: Path | None,
+    helm: Path | None,
+    chart: Path | None,
     json_figures: bool,
 ) -> None:
     """Run the operator on an emulated cluster (or a real API server: --kube-bin) through scale-out,
@@ -134,6 +167,8 @@ def demo_command(
                 raise click.UsageError(f"{option} needs --app-jar (and --kafka): it describes your own app")
 
     directory = output_dir or Path(tempfile.mkdtemp(prefix="smoothscale-demo-"))
+    if node_bin is not None:
+        sys.exit(_real_node_demo(directory, node_bin, kube_bin, node_images, helm, chart, kafka or keep))
 
     def stop(signum: int, _: FrameType | None) -> None:
         raise SystemExit(128 + signum)  # unwinds the sandbox: every process it started is stopped
@@ -151,6 +186,46 @@ def demo_command(
         json_figures=json_figures,
     )
     sys.exit(exit_code)
+
+
+def _real_node_demo(
+    directory: Path,
+    node_bin: Path,
+    kube_bin: Path | None,
+    images: Path | None,
+    helm: Path | None,
+    chart: Path | None,
+    unsupported: bool,
+) -> int:
+    from smoothscale.sandbox.demo import ProgressView  # noqa: PLC0415
+    from smoothscale.sandbox.real_node_demo import run_real_node_demo  # noqa: PLC0415
+
+    if unsupported:
+        raise click.UsageError("--real-node runs the sample worker's walk only: without --kafka and --keep")
+    if kube_bin is None:
+        raise click.UsageError("--real-node needs --kube-bin (the folder `bash tools/kube/build.sh` prints)")
+    if images is None:
+        raise click.UsageError(
+            "--real-node needs --node-images (the archive `bash tools/node/images.sh` prints)"
+        )
+    chart = chart or Path("charts/smoothscale")
+    if not (chart / "Chart.yaml").is_file():
+        raise click.UsageError(f"--real-node needs the chart: no {chart}/Chart.yaml here, give --chart")
+    found = helm or shutil.which("helm")
+    if found is None:
+        raise click.UsageError(
+            "--real-node needs helm: --helm, or helm on the PATH (python .ci/kube_tools.py)"
+        )
+    return run_real_node_demo(
+        directory,
+        sys.stdout,
+        kube_bin=kube_bin,
+        node_bin=node_bin,
+        images=images,
+        helm=Path(found),
+        chart=chart,
+        view=ProgressView(sys.stdout),
+    )
 
 
 def _input_topic(text: str) -> InputTopic:

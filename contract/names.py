@@ -43,10 +43,12 @@ CHANGELOG_END_OFFSET_METRIC: Final = "smoothscale_task_changelog_end_offset"
 GENERATION_METRIC: Final = "smoothscale_assignment_generation"
 PROCESS_RATE_METRIC: Final = "smoothscale_task_process_rate"
 # Reported by the Kafka Streams bridge only (`bridge/smoothscale-streams`): rebalances its assignor led
-# without following the plan as published, by reason (a counter: samples end in `_total`), and the app's
-# topology as the group leader saw it (labels subtopology, stateful, input_topics, changelog_topics; value:
-# partitions).
+# without following the plan as published, by reason (a counter: samples end in `_total`), those it led
+# with the plan except for the actives of pods gone from the group, which ran where their most caught-up
+# copy was (fail-overs, a counter), and the app's topology as the group leader saw it (labels subtopology,
+# stateful, input_topics, changelog_topics; value: partitions).
 ASSIGNOR_FALLBACKS_METRIC: Final = "smoothscale_bridge_assignor_fallbacks_total"
+ASSIGNOR_FAILOVERS_METRIC: Final = "smoothscale_bridge_assignor_failovers_total"
 TOPOLOGY_PARTITIONS_METRIC: Final = "smoothscale_bridge_topology_partitions"
 TASK_LABEL: Final = "task"
 DEFAULT_METRICS_PORT: Final = 8080

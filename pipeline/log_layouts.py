@@ -44,11 +44,12 @@ LOG_LINE = (
     r"^\s*(?:\[pod/[^\]\s]*\]\s+)?(?:\{.*\"(?:@timestamp|timestamp|time|timeMillis)\"\s*:"
     r"|\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2})"
 )
-# The rest of a multi-line record: stack frames, causes, indented continuations, a closing brace, and
-# the Streams assignor's lines (`<process uuid>=[activeTasks: ...]` per node, `and stateless tasks: [...]`).
+# The rest of a multi-line record: stack frames, causes, indented continuations, a closing brace, the
+# Streams assignor's lines (`<process uuid>=[activeTasks: ...]` per node, `and stateless tasks: [...]`), and
+# the lines of a boxed notice (`* ...` between rows of `*`, as every 4.x classic consumer logs on start).
 CONTINUATION = (
-    r"^(?:\[pod/[^\]\s]*\]\s+)?(?:\s+\S|Caused by: |Suppressed: |\.\.\. ?\d+ (?:more|common frames omitted)"
-    r"|" + UUID + r"=\[|and stateless tasks: "
+    r"^(?:\[pod/[^\]\s]*\]\s+)?(?:\s+\S|\*|Caused by: |Suppressed: "
+    r"|\.\.\. ?\d+ (?:more|common frames omitted)|" + UUID + r"=\[|and stateless tasks: "
     r"|(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b|[\]}\)]\.?\s*$)"
 )
 # Kafka's own layout ends each line with the logger in parentheses: `(kafka.coordinator.group.X)`,

@@ -240,6 +240,12 @@ PATTERNS: tuple[LinePattern, ...] = (
         ("member", "group", "reason"),
     ),
     LinePattern(
+        "partitions-lost",  # 2.4+: before rejoining, a member whose generation was reset drops its partitions
+        "Giving away all assigned partitions as lost",
+        _CLIENT + r".*?Giving away all assigned partitions as lost since (.*?)\s*$",
+        ("member", "group", "reason"),
+    ),
+    LinePattern(
         "rebalance-failed",
         "Rebalance failed",
         _CLIENT + r".*?Rebalance failed\.?\s*$",

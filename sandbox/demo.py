@@ -99,6 +99,9 @@ class StepResult:
     violations: list[str] = field(default_factory=list)
     fallbacks: dict[str, int] = field(default_factory=dict)
     """The bridge's fallbacks counted during the step, by reason (Kafka Streams pods)."""
+    failovers: int = 0
+    """Rebalances led during the step with the plan except for the actives of pods gone from the group,
+    which ran where their most caught-up copy was (Kafka Streams pods): what a crash calls for."""
     before_first_plan: int = 0
     """Rebalances led with nothing published yet (`no_publication`) while the app was being created: the
     operator plans once a pod has reported the topology, so these precede any plan and are no fallback from
@@ -152,7 +155,7 @@ class Walkthrough:
         self._sample_seconds = sample_seconds
         self._crash: tuple[str, float] | None = None
         self._group_view = group_view
-        self._fallbacks_seen: dict[tuple[str, str], int] = {}
+        self._counters_seen: dict[tuple[str, str], int] = {}
 
     def run(self) -> list[StepResult]:
         steps = self._steps()
@@ -235,17 +238,22 @@ class Walkthrough:
         return None if settled is None else settled.at
 
     def _count_fallbacks(self, snapshot: Snapshot, result: StepResult, *, creating: bool) -> None:
-        """Add what each pod's counters rose by since the last snapshot (a counter lower than before is a
-        new process of the pod, which counted from 0; a pod seen for the first time too)."""
+        """Add what each pod's fallback and fail-over counters rose by since the last snapshot."""
         for pod in snapshot.pods:
             for reason, value in pod.fallbacks.items():
-                before = self._fallbacks_seen.get((pod.name, reason), 0)
-                rise = value - before if value >= before else value
-                self._fallbacks_seen[pod.name, reason] = value
+                rise = self._rise(pod.name, reason, value)
                 if creating and reason == NO_PUBLICATION:
                     result.before_first_plan += rise
                 elif rise:
                     result.fallbacks[reason] = result.fallbacks.get(reason, 0) + rise
+            result.failovers += self._rise(pod.name, "", pod.failovers)
+
+    def _rise(self, pod: str, counter: str, value: int) -> int:
+        """What one counter of a pod rose by since the last snapshot (a counter lower than before is a new
+        process of the pod, which counted from 0; a pod seen for the first time too)."""
+        before = self._counters_seen.get((pod, counter), 0)
+        self._counters_seen[pod, counter] = value
+        return value - before if value >= before else value
 
     def _check(self, results: list[StepResult], gap_checked: Sequence[_Step]) -> None:
         tasks = list(self.timeline[-1].tasks) if self.timeline and self.timeline[-1].tasks else demo_tasks()

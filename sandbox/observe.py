@@ -49,6 +49,9 @@ class PodView:
     """The tasks it reports behind their changelog (an active one is restoring, not processing yet)."""
     fallbacks: Mapping[str, int] = field(default_factory=dict)
     """The bridge's fallbacks this pod's process counted, by reason (Kafka Streams pods)."""
+    failovers: int = 0
+    """The rebalances this pod's process led failing a gone pod's actives over to their copies (Kafka
+    Streams pods)."""
     scraped: bool = True
     """Whether its metrics could be read."""
 
@@ -145,7 +148,7 @@ def observe(sandbox: AppSource, app: str, step: str, group_view: GroupView | Non
         name = pod["metadata"]["name"]
         roles = assignment.get(name, ClientAssignment())
         held = {*roles.active, *roles.standby, *roles.warmup}
-        scraped, lags, generation, fallbacks = _scrape(pod, port, path)
+        scraped, lags, generation, fallbacks, failovers = _scrape(pod, port, path)
         views.append(
             PodView(
                 name=name,
@@ -161,6 +164,7 @@ def observe(sandbox: AppSource, app: str, step: str, group_view: GroupView | Non
                 generation=generation,
                 behind=frozenset(task for task, lag in lags.items() if lag > 0),
                 fallbacks=fallbacks,
+                failovers=failovers,
                 scraped=scraped,
             )
         )
@@ -212,20 +216,21 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 def _scrape(
     pod: dict[str, Any], port: int, path: str
-) -> tuple[bool, dict[str, int], int | None, dict[str, int]]:
+) -> tuple[bool, dict[str, int], int | None, dict[str, int], int]:
     """Whether the metrics were read; per task lag, the generation applied, the bridge's fallbacks by
-    reason."""
+    reason and its fail-overs."""
     ip = (pod.get("status") or {}).get("podIP")
     if not ip:
-        return False, {}, None, {}
+        return False, {}, None, {}, 0
     try:
         with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=1.0) as response:
             text = response.read().decode()
     except OSError:
-        return False, {}, None, {}
+        return False, {}, None, {}, 0
     lags: dict[str, int] = {}
     generation: int | None = None
     fallbacks: dict[str, int] = {}
+    failovers = 0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == contract.TASK_LAG_METRIC:
@@ -234,7 +239,9 @@ def _scrape(
                 generation = int(sample.value)
             elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
                 fallbacks[sample.labels.get("reason", "")] = int(sample.value)
-    return True, lags, generation, fallbacks
+            elif sample.name == contract.ASSIGNOR_FAILOVERS_METRIC:
+                failovers = int(sample.value)
+    return True, lags, generation, fallbacks, failovers
 
 
 def settle(

@@ -47,6 +47,12 @@ def summary_table(results: Sequence[StepResult]) -> str:
             )
         lines.append(line)
     lines += [
+        f"{result.name}: {result.failovers} rebalance(s) failed a gone pod's actives over to their caught-up"
+        " copies (the rest of the plan kept), not counted as fallbacks"
+        for result in results
+        if result.failovers
+    ]
+    lines += [
         f"{result.name}: {result.before_first_plan} rebalance(s) led before the operator's first plan "
         "(no_publication: it plans once a pod has reported the topology), not counted as fallbacks"
         for result in results
@@ -61,7 +67,8 @@ def _yes(value: bool | None) -> str:
 
 def step_figures(result: StepResult) -> dict[str, Any]:
     """One step's figures for `--json`: seconds to settle (None: never), tasks moved and their hand-overs'
-    median and longest unprocessed seconds (None: none moved), the bridge's fallbacks (and by reason),
+    median and longest unprocessed seconds (None: none moved), the bridge's fallbacks (and by reason) and
+    fail-overs,
     whether Kafka's view was the plan and the plan balanced at the step's end."""
     moved = result.handover_gaps
     return {
@@ -71,6 +78,7 @@ def step_figures(result: StepResult) -> dict[str, Any]:
         "handover_max_s": round(max(moved), 2) if moved else None,
         "fallbacks": sum(result.fallbacks.values()),
         "fallback_reasons": dict(sorted(result.fallbacks.items())),
+        "failovers": result.failovers,
         "rebalances_before_first_plan": result.before_first_plan,
         "plan_matches_kafka": result.plan_matches_kafka,
         "balanced": result.balanced,

@@ -5,7 +5,9 @@ test and the Kafka Streams chaos benchmark (`benchmarks/streams_chaos.py`).
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -98,3 +100,29 @@ def crash(sandbox: Sandbox, pod: str, *, lose_volume: bool, timeout: float = 120
     while kubelet.worker_pids().get(f"default/{pod}") in (None, killed):
         assert time.monotonic() < deadline, f"{pod} was not restarted within {timeout} s"
         time.sleep(0.5)
+
+
+_LOGGED_AT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})")
+_FOLLOWED = "of the operator's plan to"
+_FELL_BACK = "Not following the operator's plan as published"
+
+
+def fallbacks_after_first_plan(logs: Path) -> list[str]:
+    """The bridge's fallbacks in the pods' logs (`*.log` under `logs`, any of the app's pods and restarts)
+    from the first rebalance a pod led with the operator's plan on: before it, `no_publication` is every
+    new app's start (the operator plans once a pod has reported the topology), not a fallback from a plan.
+    The log lines, in time order (log4j's and Spring Boot's time stamps both read)."""
+    followed: list[str] = []
+    fell_back: list[tuple[str, str]] = []
+    for log in sorted(logs.rglob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            stamp = _LOGGED_AT.search(line)
+            if stamp is None:
+                continue
+            at = "".join(stamp.groups())
+            if _FOLLOWED in line:
+                followed.append(at)
+            elif _FELL_BACK in line:
+                fell_back.append((at, line))
+    first = min(followed, default=None)
+    return [line for at, line in sorted(fell_back) if first is not None and at > first]

@@ -38,6 +38,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from prometheus_client.parser import text_string_to_metric_families
 
+from smoothscale.contract import names as contract
 from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
 
 from .api_links import Cut
@@ -109,7 +110,8 @@ class DoubleActives:
 
 
 def assignor_counts(sandbox: Sandbox) -> Counter[str]:
-    """Rebalances led and fallbacks by reason, summed over the app's pods (their metrics endpoints)."""
+    """Rebalances led, fail-overs and fallbacks by reason, summed over the app's pods (their metrics
+    endpoints)."""
     counts: Counter[str] = Counter()
     for pod in sandbox.pods(APP):
         ip = (pod.get("status") or {}).get("podIP")
@@ -124,8 +126,10 @@ def assignor_counts(sandbox: Sandbox) -> Counter[str]:
             for sample in family.samples:
                 if sample.name == "smoothscale_bridge_assignor_followed_total":
                     counts["rebalances_followed"] += int(sample.value)
-                elif sample.name == "smoothscale_bridge_assignor_fallbacks_total":
+                elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
                     counts[f"fallback_{sample.labels['reason']}"] += int(sample.value)
+                elif sample.name == contract.ASSIGNOR_FAILOVERS_METRIC:
+                    counts["failovers"] += int(sample.value)
     return counts
 
 

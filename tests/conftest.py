@@ -28,6 +28,7 @@ JAR_USERS = {
     "test_bridge_streams_protocol.py",
     "test_realkube_bridge.py",
     "test_pipe_real_streams.py",
+    "test_pipe_real_broker.py",
 }
 """Test modules that run the Java sample app (`sample_jar`)."""
 

@@ -37,7 +37,7 @@ from smoothscale.sandbox.kafka_streams import (
     latest_totals,
     produce_orders,
 )
-from smoothscale.sandbox.streams_app import crash, settle, streams_app
+from smoothscale.sandbox.streams_app import crash, fallbacks_after_first_plan, settle, streams_app
 
 # About 5 minutes alone; on a machine shared with other test runs it took 8 to 11 (reading the totals last).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -118,6 +118,8 @@ def test_an_app_adopting_by_its_settings_alone_rides_out_scaling_crashes_and_a_s
         created = walk(sandbox, kafka, orders, totals)
 
     assert latest_totals(bootstrap, totals, 1200) == expected_totals(1200), "every order counted exactly once"
+    # The crashes too: a gone pod's actives fail over to their standbys, the plan kept (not a fallback).
+    assert fallbacks_after_first_plan(tmp_path / "sandbox") == [], "the bridge never fell back"
     final = sandbox.publication(APP)
     zone_of = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods(APP)}  # a node per zone
     assert imbalance(final, zone_of) == [], "balanced over the pods and the zones"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from pipe_testkit import Incidents
+from pipe_testkit import QUICK_JIT, Incidents
 
 from smoothscale.cli.main import cli
 
@@ -104,10 +104,16 @@ def test_the_job_runs_as_a_program_like_under_spark_submit(
 ) -> None:
     """`spark-submit pipeline/__main__.py` when the pyspark install ships it, else `python -m`."""
     submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent))
-    entry = [submit, "--master", "local[1]", str(REPO / "pipeline" / "__main__.py")] if submit else [
+    quick = ["--driver-java-options", QUICK_JIT]
+    entry = [submit, "--master", "local[1]", *quick, str(REPO / "pipeline" / "__main__.py")] if submit else [
         sys.executable, "-m", "smoothscale.pipeline",
     ]  # fmt: skip
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_SUBMIT_ARGS": " ".join([*quick, "pyspark-shell"]),  # what `python -m` starts its JVM with
+    }
     done = subprocess.run(
         [*entry, "analyze", *analyze_args(incidents, tmp_path / "out")],
         env=env, capture_output=True, text=True, timeout=300, check=False,

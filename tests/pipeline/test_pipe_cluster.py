@@ -22,6 +22,7 @@ from typing import Any
 import pyspark
 import pytest
 import yaml
+from pipe_testkit import QUICK_JIT
 
 from smoothscale.pipeline.analyze import AnalyzeInputs, analyze
 from smoothscale.pipeline.sweep import load_grid, sweep
@@ -32,7 +33,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 JOB_CORES = 3
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
 LOGS = [
     HERE / "kafka_formats" / name
     for name in ("consumer-3.6-commit-failed-threads.log", "broker-4.1-mass-session-expiry.log")

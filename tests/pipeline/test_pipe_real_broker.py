@@ -1,179 +1,85 @@
-"""`analyze` on the log a real Kafka 4.3.1 broker wrote while consumer groups rebalanced:
+"""`analyze` on what real Kafka 4.3.1 brokers and clients log through the incidents of
+`pipe_broker_scenarios` (run side by side, on the test run's broker and three-broker cluster), analysed
+together as one folder of logs, each incident asserted by kind, time and members:
 
-- two confluent-kafka consumers join a group, one is killed (SIGKILL, so it never leaves) and the
-  coordinator removes it when its session expires; then the other closes. The expiration is found with the
-  killed member and after the kill, and the rebalance table holds the group's generations with their
-  member counts, leader and reason, from the coordinator's lines;
-- a static member (`group.instance.id`, KIP-848's consumer protocol) is killed and its replacement, with
-  the same instance id, starts at once, as when a pod is replaced: the coordinator refuses it while the
-  killed member holds the instance id (UNRELEASED_INSTANCE_ID), one incident naming both.
+- a killed consumer whose session expires: the expiration is found with the killed member and after the
+  kill, and the rebalance table holds the group's generations with their member counts, leader and reason,
+  from the coordinator's lines;
+- a replaced static member refused while the killed one holds its instance id: one incident naming both;
+- Kafka's Java consumer committing after its poll timeout expired: one poll-timeout incident of that
+  member, the failed commit folded into it;
+- the coordinator failing to store assignments (three brokers, one stopped, `min.insync.replicas=3` on
+  `__consumer_offsets`): one incident during the failing rounds, naming the member whose SyncGroup the
+  coordinator names.
 """
 
 from __future__ import annotations
 
-import re
-import signal
-import subprocess
-import sys
-import threading
-import time
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from pipe_broker_scenarios import (
+    FAILED_ROUNDS,
+    MAX_POLL_INTERVAL_MS,
+    PROCESSING_MS,
+    SESSION_TIMEOUT_MS,
+    commit_after_poll_timeout,
+    expire_then_leave,
+    fail_to_store_assignments,
+    replace_static_member,
+    server_log,
+)
 
 from smoothscale.pipeline.analyze import AnalyzeInputs, AnalyzeResult, analyze
 from smoothscale.sandbox.kafka.broker import KafkaCluster
-from smoothscale.sandbox.kafka.topics import QUIET, create_topic
 
-SESSION_TIMEOUT_MS = 6000  # the broker's group.min.session.timeout.ms
-# The second member, in a process of its own so that it can die without leaving the group.
-MEMBER = """
-import sys, time
-from confluent_kafka import Consumer
-consumer = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "client.id": sys.argv[3],
-                     "session.timeout.ms": int(sys.argv[5]), "heartbeat.interval.ms": 500, "log_level": 0})
-consumer.subscribe([sys.argv[4]])
-while True:
-    consumer.poll(0.2)
-    if consumer.assignment():
-        print("assigned", flush=True)
-"""
-# A static member of the consumer protocol (the session timeout is the broker's).
-STATIC_MEMBER = """
-import sys
-from confluent_kafka import Consumer
-consumer = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "client.id": sys.argv[3],
-                     "group.instance.id": sys.argv[3], "group.protocol": "consumer", "log_level": 0})
-consumer.subscribe([sys.argv[4]])
-while not consumer.assignment():
-    consumer.poll(0.2)
-print("assigned", flush=True)
-while True:
-    consumer.poll(0.2)
-"""
+pytestmark = pytest.mark.slow
 
-
-def _wait_for(path: Path, text: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and text in path.read_text(errors="replace"):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{text!r} not in {path} after {timeout} s")
-
-
-class PollingConsumer:
-    """A member that keeps polling in a thread (so that it rejoins when the group rebalances)."""
-
-    def __init__(self, bootstrap: str, group: str, client_id: str, topic: str) -> None:
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "client.id": client_id,
-                "session.timeout.ms": SESSION_TIMEOUT_MS,
-                "heartbeat.interval.ms": 500,
-                **QUIET,
-            }
-        )
-        self.consumer.subscribe([topic])
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            self.consumer.poll(0.2)
-
-    def close(self) -> None:
-        self.stopping.set()
-        self.thread.join(timeout=10)
-        self.consumer.close()
+STOPPED = 3  # the node of the three-broker cluster that the store failure stops
 
 
 @pytest.fixture(scope="module")
 def rebalanced(
-    kafka_broker: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Any]]:
-    """Runs the scenario; yields what happened (group, members, kill time) and the broker's log."""
-    bootstrap = kafka_broker.bootstrap_servers
+    kafka_broker: KafkaCluster, kafka_racks: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """Runs the scenarios side by side; what happened in each, and copies of the logs they wrote: the
+    broker's log whole (every line it wrote in the test run is read), the three-broker cluster's from the
+    store failure's start to the group's recovery (then the members close, and the stopped broker restarts).
+    The brokers go on writing: copies are analysed."""
     run = uuid.uuid4().hex[:8]
-    topic, group = f"logs-topic-{run}", f"logs-group-{run}"
-    create_topic(bootstrap, topic, 2)
-    server_log = kafka_broker.node_log_dir(kafka_broker.node_ids[0]) / "server.log"
-    first = PollingConsumer(bootstrap, group, f"first-{run}", topic)
-    _wait_for(server_log, f"Stabilized group {group} generation 1 ", 60)
-    second = subprocess.Popen(
-        [sys.executable, "-c", MEMBER, bootstrap, group, f"second-{run}", topic, str(SESSION_TIMEOUT_MS)],
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        _wait_for(server_log, f"Stabilized group {group} generation 2", 60)
-        assert second.stdout is not None and second.stdout.readline().strip() == "assigned"
-        killed_at = datetime.now(UTC).replace(tzinfo=None)
-        second.send_signal(signal.SIGKILL)
-        second.wait(timeout=10)
-        _wait_for(server_log, f"Stabilized group {group} generation 3", 60)
-    finally:
-        if second.poll() is None:
-            second.kill()
-            second.wait(timeout=10)
-        first.close()
-    static = replace_static_member(bootstrap, topic, run, server_log)
-    # The broker goes on writing: analyze a copy of what it wrote so far.
-    copy = tmp_path_factory.mktemp("real-broker") / "server.log"
-    copy.write_bytes(server_log.read_bytes())
-    yield {
-        "group": group,
-        "first": f"first-{run}",
-        "second": f"second-{run}",
-        "killed_at": killed_at,
-        "log": copy,
-        "static": static,
-    }
+    work = tmp_path_factory.mktemp("real-broker")
+    brokers = [server_log(kafka_broker, node) for node in kafka_broker.node_ids]
+    racks = [server_log(kafka_racks, node) for node in kafka_racks.node_ids]
+    written = {log: log.stat().st_size for log in racks}
+    consumer_log = work / "slow-consumer.log"
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        store = pool.submit(fail_to_store_assignments, kafka_racks, run, STOPPED)
+        commit = pool.submit(commit_after_poll_timeout, kafka_broker, run, consumer_log)
+        expired = expire_then_leave(kafka_broker, run)
+        static = replace_static_member(kafka_broker, run)
+        happened = {**expired, "static": static, "commit": commit.result(), "store": store.result()}
+    logs = [consumer_log]
+    ends = happened["store"]["ends"]
+    for index, log in enumerate(brokers + racks):
+        logs.append(work / f"{index}-{log.parent.parent.name}-{log.parent.name}.log")
+        logs[-1].write_bytes(whole_lines(log.read_bytes(), written.get(log, 0), ends.get(log)))
+    return {**happened, "logs": logs}
 
 
-def replace_static_member(bootstrap: str, topic: str, run: str, server_log: Path) -> dict[str, Any]:
-    """A static member killed, and its replacement started with the same instance id; until the broker
-    refuses the replacement. What happened: the group, the instance, the killed member's id, when."""
-    group, instance = f"static-group-{run}", f"pod-0-{run}"
-    old = subprocess.Popen(
-        [sys.executable, "-c", STATIC_MEMBER, bootstrap, group, instance, topic],
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert old.stdout is not None and old.stdout.readline().strip() == "assigned"
-    finally:
-        old.kill()
-        old.wait(timeout=10)
-    replaced_at = datetime.now(UTC).replace(tzinfo=None)
-    replacement = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group, "client.id": instance,
-         "group.instance.id": instance, "group.protocol": "consumer", **QUIET}
-    )  # fmt: skip
-    replacement.subscribe([topic])  # librdkafka's own thread joins: no poll needed
-    try:
-        _wait_for(server_log, f"with instance id {instance} cannot join the group", 60)
-    finally:
-        replacement.close()
-    joined = re.search(rf"Static member (\S+) with instance id {instance} joins", server_log.read_text())
-    assert joined is not None
-    killed = joined.group(1)
-    return {"group": group, "instance": instance, "killed": killed, "replaced_at": replaced_at}
+def whole_lines(data: bytes, start: int, end: int | None) -> bytes:
+    """The lines of `data` that lie wholly between byte offsets `start` and `end` (None: the end)."""
+    part = data[:end]
+    first = 0 if start == 0 else part.find(b"\n", start - 1) + 1
+    return part[first : part.rfind(b"\n") + 1]
 
 
 @pytest.fixture(scope="module")
 def result(spark: Any, rebalanced: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> AnalyzeResult:
-    inputs = AnalyzeInputs(journals=[], logs=[str(rebalanced["log"])], out=tmp_path_factory.mktemp("analyze"))
+    logs = [str(log) for log in rebalanced["logs"]]
+    inputs = AnalyzeInputs(journals=[], logs=logs, out=tmp_path_factory.mktemp("analyze"))
     return analyze(spark, inputs)
 
 
@@ -217,7 +123,42 @@ def test_the_rebalance_table_from_the_coordinator(result: AnalyzeResult, rebalan
     assert "LeaveGroup" in table[3]["reason"]
 
 
-def test_the_broker_log_is_read_whole(result: AnalyzeResult) -> None:
-    (counts,) = result.inputs
-    assert counts["unknown"] == 0 and counts["unrecognised"] == 0
-    assert counts["readable"] == 1.0
+def test_every_log_is_read_whole(result: AnalyzeResult, rebalanced: dict[str, Any]) -> None:
+    assert len(result.inputs) == len(rebalanced["logs"])
+    for counts in result.inputs:
+        assert counts["unknown"] == 0 and counts["unrecognised"] == 0, counts
+        assert counts["readable"] == 1.0, counts
+
+
+def diagnosed(result: AnalyzeResult, group: str) -> list[dict[str, Any]]:
+    return [r.asDict() for r in result.tables["diagnoses"].where(f"group = '{group}'").collect()]
+
+
+def test_a_commit_after_the_poll_timeout_is_one_incident_of_the_slow_member(
+    result: AnalyzeResult, rebalanced: dict[str, Any]
+) -> None:
+    commit = rebalanced["commit"]
+    log = rebalanced["logs"][0].read_text()
+    # The real client's own wording, which the analysis reads.
+    assert "consumer poll timeout has expired" in log
+    assert "CommitFailedException: Offset commit cannot be completed since the consumer" in log
+    (incident,) = diagnosed(result, commit["group"])
+    assert (incident["kind"], incident["members"]) == ("poll-timeout", [commit["client"]]), incident
+    expired = commit["processing"] + timedelta(milliseconds=MAX_POLL_INTERVAL_MS)
+    done = commit["processing"] + timedelta(milliseconds=PROCESSING_MS)
+    assert expired - timedelta(seconds=1) <= incident["ts"] <= done, (incident, commit)
+    assert "commit" in incident["detail"], incident
+
+
+def test_the_coordinator_failing_to_store_assignments_is_one_incident(
+    result: AnalyzeResult, rebalanced: dict[str, Any]
+) -> None:
+    store = rebalanced["store"]
+    # The members' rejoining is no incident of its own: the failing rounds explain it.
+    (failure,) = diagnosed(result, store["group"])
+    assert failure["kind"] == "assignment-store-failure", failure
+    assert store["failing"] <= failure["ts"] <= store["restored"], (failure, store)
+    assert failure["occurrences"] >= FAILED_ROUNDS
+    # The coordinator names the member whose SyncGroup stored the assignment: the group's leader.
+    assert len(failure["members"]) == 1 and failure["members"][0] in store["clients"], failure
+    assert "COORDINATOR_NOT_AVAILABLE" in failure["detail"], failure

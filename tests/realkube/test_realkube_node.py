@@ -22,37 +22,27 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import kubernetes
 import pytest
 from realkube_kit import ROOT, built_binaries, sibling_kit, wait_for
 
-from smoothscale.contract import names as contract
-from smoothscale.sandbox.app_view import AppReader
-from smoothscale.sandbox.control_plane import CONTROLLERS, Binaries, ControlPlane, RunningControlPlane
-from smoothscale.sandbox.demo import demo_app, worker_env
-from smoothscale.sandbox.environment import CHANGELOG_EPOCH_ENV, STATE_DIR_ENV
-from smoothscale.sandbox.observe import settle
+from smoothscale.sandbox.control_plane import Binaries, ControlPlane, RunningControlPlane
 from smoothscale.sandbox.real_node import ZONE_LABEL, NodeBinaries, RealNode, RunningNode
+from smoothscale.sandbox.real_node_demo import (
+    NODE_CONTROLLERS,
+    RELEASE_NAMESPACE,
+    RealNodeWalk,
+    chart_release,
+    create_worker_app,
+)
 
 pytestmark = pytest.mark.slow
 install = sibling_kit("install", "install_testkit")
 
-Json = dict[str, Any]
 NODE_BUILD = ROOT / "tools" / "node" / "build.sh"
 NODE_IMAGES = ROOT / "tools" / "node" / "images.sh"
 SUBNET = "10.244.27.0/24"
-NODE_CONTROLLERS = (
-    *CONTROLLERS,
-    # Pods mount their ServiceAccount's token with the cluster's CA, which this controller publishes.
-    "root-ca-certificate-publisher-controller",
-    # Lifts the not-ready taint a kubelet registers its node with, once the node is Ready.
-    "node-lifecycle-controller",
-    # The chart's Deployment.
-    "deployment-controller",
-    "replicaset-controller",
-)
 
 
 def _run(script: Path) -> list[str]:
@@ -178,7 +168,6 @@ def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(
 
 # -- the operator, installed with the chart ------------------------------------------------------------------
 
-RELEASE_NAMESPACE = "smoothscale-system"
 OPERATOR_ACCOUNT = f"system:serviceaccount:{RELEASE_NAMESPACE}:smoothscale"
 
 
@@ -189,26 +178,12 @@ def operator_release(
     """`helm install` of the chart with its default values (the image is the one imported into the node;
     pull policy IfNotPresent), waited on until the Deployment is available; uninstalled afterwards."""
     cp, _, _ = node_cluster
-    helm = ("--kubeconfig", str(cp.kubeconfig), "--namespace", RELEASE_NAMESPACE)
     started = time.monotonic()
-    install.helm("install", "smoothscale", str(install.CHART), *helm, "--create-namespace")
-    try:
-        with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
-            apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
-
-            def available() -> kubernetes.client.V1Pod | None:
-                deployment = apps.read_namespaced_deployment("smoothscale", RELEASE_NAMESPACE)
-                if not deployment.status.available_replicas:
-                    return None
-                (pod,) = core.list_namespaced_pod(RELEASE_NAMESPACE).items
-                return pod
-
-            pod = wait_for(available, timeout=180, what="the chart's Deployment available (its pod Ready)")
-            STEP_SECONDS["helm install: operator Ready"] = round(time.monotonic() - started, 1)
-            yield pod
-    finally:
-        with _timed("helm uninstall --wait"):
-            install.helm("uninstall", "smoothscale", *helm, "--wait", "--timeout=50s", check=False)
+    with chart_release(install.helm, install.CHART, cp) as pod:
+        STEP_SECONDS["helm install: operator Ready"] = round(time.monotonic() - started, 1)
+        yield pod
+        started = time.monotonic()
+    STEP_SECONDS["helm uninstall --wait"] = round(time.monotonic() - started, 1)
 
 
 def test_the_chart_installs_the_operator_as_a_pod_with_its_own_credentials(
@@ -252,132 +227,20 @@ def _watched_by(audit_log: Path, user: str, resource: str) -> bool:
 
 # -- a StreamsApp of the sample worker, its pods run by the real kubelet -------------------------------------
 
-APP_NAMESPACE = "streams"
-APP = "orders"
-WORKER_ACCESS: list[dict[str, object]] = [
-    # The sample worker follows its assignment ConfigMap and its own pod (leaving), as the client does.
-    {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [f"{APP}-assignment"],
-     "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-]  # fmt: skip
-
-
-def _worker_app(image: str, replicas: int) -> dict[str, object]:
-    """The demo's app (`demo.demo_app`), its pods the sample worker from the operator's image, reading its
-    assignment with its ServiceAccount, its state in the pod's emptyDir, ready once it serves metrics."""
-    app = demo_app(replicas, image)
-    app["metadata"]["namespace"] = APP_NAMESPACE
-    del app["spec"]["storage"]  # no volume provisioner runs: the operator gives each pod an emptyDir
-    variables = {**worker_env(1.0), STATE_DIR_ENV: "/state", CHANGELOG_EPOCH_ENV: repr(time.time())}
-    app["spec"]["template"]["spec"] = {
-        "serviceAccountName": APP,
-        "terminationGracePeriodSeconds": 10,
-        "containers": [
-            {
-                "name": "app",
-                "image": image,
-                "imagePullPolicy": "Never",
-                "command": ["smoothscale", "worker"],
-                "env": [{"name": name, "value": value} for name, value in variables.items()],
-                "ports": [{"name": "metrics", "containerPort": 8080}],
-                "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 1},
-                "volumeMounts": [{"name": "state", "mountPath": "/state"}],
-            }
-        ],
-    }
-    return app
-
 
 def test_a_streams_app_runs_scales_and_recovers_on_the_real_node(
     node_cluster: tuple[RunningControlPlane, RunningNode, str],
     operator_release: kubernetes.client.V1Pod,
 ) -> None:
+    """`smoothscale demo --real-node`'s walk (`real_node_demo.RealNodeWalk`): 3 pods, 6, 3, a container's
+    process killed by the runtime, a pod deleted with a grace period; after each step the app settles,
+    balanced, and the operator's status agrees with the kubelet's pods; the workers' records show no task
+    processed by two processes at once, and every task processed."""
     cp, node, image = node_cluster
+    records = node.root / "records"  # removed with the node's folder
     with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
-        core = kubernetes.client.CoreV1Api(api)
-        rbac = kubernetes.client.RbacAuthorizationV1Api(api)
-        core.create_namespace({"metadata": {"name": APP_NAMESPACE}})
-        core.create_namespaced_service_account(APP_NAMESPACE, {"metadata": {"name": APP}})
-        rbac.create_namespaced_role(APP_NAMESPACE, {"metadata": {"name": APP}, "rules": WORKER_ACCESS})
-        binding = {
-            "metadata": {"name": APP},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": APP},
-            "subjects": [{"kind": "ServiceAccount", "name": APP, "namespace": APP_NAMESPACE}],
-        }
-        rbac.create_namespaced_role_binding(APP_NAMESPACE, binding)
-        reader = AppReader(api, APP_NAMESPACE)
-        custom = kubernetes.client.CustomObjectsApi(api)
-        custom.create_namespaced_custom_object(
-            contract.GROUP, contract.VERSION, APP_NAMESPACE, contract.PLURAL, _worker_app(image, 3)
-        )
-        timings = {"start 3": _settled(reader, 3)}
-        for replicas in (6, 3):
-            scale = {"spec": {"replicas": replicas}}
-            custom.patch_namespaced_custom_object(
-                contract.GROUP, contract.VERSION, APP_NAMESPACE, contract.PLURAL, APP, scale
-            )
-            timings[f"scale to {replicas}"] = _settled(reader, replicas)
-
-        # The runtime kills a container's process: the kubelet restarts it in the same pod.
-        victim = reader.pods(APP)[0]
-        (status,) = victim["status"]["containerStatuses"]
-        node.ctr("tasks", "kill", "--signal=SIGKILL", status["containerID"].removeprefix("containerd://"))
-        timings["container killed"] = _settled(
-            reader, 3, also=lambda pods: _restarts(pods).get(victim["metadata"]["name"]) == 1
-        )
-        (restarted,) = [p for p in reader.pods(APP) if p["metadata"]["name"] == victim["metadata"]["name"]]
-        (status,) = restarted["status"]["containerStatuses"]
-        assert restarted["metadata"]["uid"] == victim["metadata"]["uid"], "restarted in place, not replaced"
-        assert status["lastState"]["terminated"]["exitCode"] == 137, status["lastState"]
-
-        # A pod deleted with a grace period: SIGTERM, the worker stops in time, the operator replaces it.
-        gone = reader.pods(APP)[1]["metadata"]
-        started = time.monotonic()
-        core.delete_namespaced_pod(gone["name"], APP_NAMESPACE, grace_period_seconds=10)
-        wait_for(
-            lambda: gone["uid"] not in {p["metadata"]["uid"] for p in reader.pods(APP)},
-            timeout=30,
-            what=f"{gone['name']} terminated by the kubelet",
-        )
-        stopped_in = time.monotonic() - started
-        assert stopped_in < 10, (
-            f"the worker stopped on SIGTERM, not at the grace period's end ({stopped_in:.1f} s)"
-        )
-        timings["pod deleted"] = _settled(reader, 3)
-    STEP_SECONDS.update({f"app settled: {step}": seconds for step, seconds in timings.items()})
-
-
-def _settled(reader: AppReader, replicas: int, also: Callable[[list[Json]], bool] = lambda _: True) -> float:
-    """Seconds until the app settled on `replicas` pods (`observe.settle`: every pod Ready, on the published
-    generation, every task processing where the plan puts it), balanced, with the operator's status agreeing
-    with what the kubelet reports of the pods."""
-    started = time.monotonic()
-    snapshot = settle(
-        reader,
-        APP,
-        f"{replicas} replicas",
-        timeout=120,
-        also=lambda s: also(reader.pods(APP)) and s.replicas == replicas,
-    )
-    assert snapshot is not None, f"not settled on {replicas} pods within 120 s"
-    actives = [pod.active for pod in snapshot.pods]
-    assert max(actives) - min(actives) <= 1, f"unbalanced: {actives}"
-    pods = reader.pods(APP)
-    status = reader.app(APP)["status"]
-    kubelet_ready = sum(_ready(pod) for pod in pods)
-    assert (
-        status["replicas"] == len(pods) == replicas and status["readyReplicas"] == kubelet_ready == replicas
-    )
-    assert {pod["spec"]["nodeName"] for pod in pods} == {"real-zone-a"}
-    return round(time.monotonic() - started, 1)
-
-
-def _ready(pod: Json) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or [])
-
-
-def _restarts(pods: list[Json]) -> dict[str, int]:
-    return {
-        pod["metadata"]["name"]: sum(c["restartCount"] for c in pod["status"].get("containerStatuses") or [])
-        for pod in pods
-    }
+        create_worker_app(api, image, records=records)
+        outcomes = RealNodeWalk(api, node, records=records).run()
+    STEP_SECONDS.update({f"app settled: {o.name}": o.seconds or -1.0 for o in outcomes})
+    assert [o.name for o in outcomes] == list(RealNodeWalk.STEPS), outcomes
+    assert all(o.seconds is not None and not o.violations for o in outcomes), outcomes

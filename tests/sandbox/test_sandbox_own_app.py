@@ -16,6 +16,7 @@ from smoothscale.sandbox.demo_kafka import InputTopic
 from smoothscale.sandbox.observe import PodView, Snapshot, processing_intervals
 from smoothscale.sandbox.records import handovers
 from smoothscale.sandbox.report import step_failures, step_figures
+from smoothscale.sandbox.streams_app import fallbacks_after_first_plan
 
 JAVA = ["java", "-Xmx384m"]
 
@@ -180,7 +181,7 @@ def test_hand_overs_and_gaps_are_read_from_the_snapshots() -> None:
 
 def test_a_step_with_a_fallback_or_not_following_the_plan_fails_and_says_why() -> None:
     result = StepResult("pod-crash", "kill one", started=0.0, settled=12.5, handover_gaps=[1.0, 2.0, 4.0])
-    result.fallbacks = {"unknown_client": 2}
+    result.fallbacks, result.failovers = {"unknown_client": 2}, 1
     result.plan_matches_kafka = True
     result.balanced = True
     assert step_figures(result) == {
@@ -190,11 +191,35 @@ def test_a_step_with_a_fallback_or_not_following_the_plan_fails_and_says_why() -
         "handover_max_s": 4.0,
         "fallbacks": 2,
         "fallback_reasons": {"unknown_client": 2},
+        "failovers": 1,
         "rebalances_before_first_plan": 0,
         "plan_matches_kafka": True,
         "balanced": True,
         "violations": [],
     }
     assert step_failures(result) == ["the bridge fell back (unknown_client x2)"]
+    result.fallbacks = {}
+    assert step_failures(result) == [], "a crashed pod's actives failing over to their standbys is no failure"
     result.fallbacks, result.plan_matches_kafka, result.balanced = {}, False, False
     assert step_failures(result) == ["ended unbalanced", "Kafka's view of the group is not the plan"]
+
+
+def test_the_bridges_fallbacks_are_read_from_every_pods_log_after_the_first_plan(tmp_path: Path) -> None:
+    """The walk's check that the bridge never fell back: before any pod led a rebalance with the operator's
+    plan, `no_publication` is every app's start; after it, any fallback counts, in any pod's log (a
+    restarted pod writes a new file) and in either log layout (the plain app's log4j, Spring Boot's)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    fell_back = "WARN Not following the operator's plan as published"
+    (logs / "default.app-0.a.log").write_text(
+        f"[2026-11-26 17:41:21,448] {fell_back} (no_publication): nothing published yet\n"
+        "[2026-11-26 17:41:24,422] INFO Assigning generation 1 of the operator's plan to 3 clients\n"
+        "a line without a time stamp\n"
+    )
+    (logs / "default.app-1.b.log").write_text(
+        f"2026-11-26T17:41:22.693Z  {fell_back} (no_publication): no publication read yet\n"
+    )
+    assert fallbacks_after_first_plan(logs) == []
+    late = f"2026-11-26T17:45:02.001Z  {fell_back} (unmapped_client): clients [a, b] all name pod app-1"
+    (logs / "default.app-1.c.log").write_text(late + "\n")
+    assert fallbacks_after_first_plan(logs) == [late]

@@ -6,11 +6,11 @@ input topic from `--input`. It replaces the sample app's `demo --kafka` test (th
 machinery, one JVM app instead of another, within the CI minutes).
 
 The JSON figures say every step settled with every task processing on its planned owner, Kafka's view of
-the group the plan and balanced; no step but the crash saw a fallback. The crash does: the killed pod's
-member leaves the group after its session timeout, before its JVM is back (a Spring Boot app starts in 10 s
-or more), and the leader, missing a pod the plan names, places its tasks as Kafka would (`unknown_client`,
-`missing_task`), or, had the new JVM joined before the old member expired, finds two members naming one pod
-(`unmapped_client`). The demo says so and exits 1: what it would tell a user."""
+the group the plan and balanced, and no step saw a fallback of the bridge. Not the crash either: the killed
+pod's member leaves the group after its session timeout, before its JVM is back (a Spring Boot app starts in
+10 s or more), and the leader, missing a pod the plan names, fails its actives over to their caught-up
+standbys and keeps the rest of the plan (counted as `failovers`, not as a fallback); when the pod is back the
+operator plans for it again. The demo exits 0: what it would tell a user."""
 
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ from sandbox_e2e_kit import DEMO_STEPS, SMOOTHSCALE, processes_using
 from smoothscale.sandbox.kafka_streams import spring_sample_jar
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
-
-CRASH_FALLBACKS = {"unknown_client", "missing_task", "unmapped_client"}
 
 
 def test_the_demo_runs_a_spring_boot_apps_jar_as_every_pod(tmp_path: Path) -> None:
@@ -62,11 +60,8 @@ def test_the_demo_runs_a_spring_boot_apps_jar_as_every_pod(tmp_path: Path) -> No
     for name, step in steps.items():
         assert step["settled_s"] is not None, (name, step)
         assert (step["plan_matches_kafka"], step["balanced"]) == (True, True), (name, step)
-        assert step["fallbacks"] == 0 or name == "pod-crash", (name, step)
-    crash = steps["pod-crash"]
-    assert set(crash["fallback_reasons"]) <= CRASH_FALLBACKS, crash
-    assert result.returncode == (1 if crash["fallbacks"] else 0), stdout[-3000:]
-    assert figures["exit_status"] == result.returncode
+        assert (step["fallbacks"], step["fallback_reasons"]) == (0, {}), (name, step)
+    assert (result.returncode, figures["exit_status"]) == (0, 0), stdout[-3000:]
     # 3 -> 6 and 6 -> 3 each move a share of the twelve tasks; each hand-over is measured.
     for name in ("scale-out", "scale-in"):
         assert steps[name]["moved"] >= 4, steps[name]

@@ -134,10 +134,34 @@ public class OperatorTaskAssignor implements TaskAssignor {
             LOG.info("Generation {} does not name pods {} yet: they get no tasks until the operator plans for them",
                 generation, plan.idlePods());
         }
+        if (plan.needsPlacement()) {
+            return failOver(state, generation, plan);
+        }
         LOG.info("Assigning generation {} of the operator's plan to {} clients", generation,
             state.kafkaStreamsStates(false).size());
         bridge.assignorMetrics().followed(generation);
         return plan.assignment();
+    }
+
+    /**
+     * The plan for the members present, and the actives it gives pods that are gone (or that lost their state)
+     * run where their most caught-up copy is: the plan's standby, or the member that ran them, as the operator
+     * would decide once it sees the pod gone. Not a fallback (the plan anticipated this loss with its standbys), but logged, counted and
+     * followed up like one, so the group takes the operator's next plan without waiting for a member to ask.
+     */
+    private TaskAssignment failOver(ApplicationState state, long generation, PlanResult plan) {
+        if (!plan.failover().isEmpty()) {
+            LOG.warn("Generation {} of the operator's plan gives actives to pods that are not in the group, or not"
+                + " caught up on them while the member that ran them is ({}): they run where their most caught-up"
+                + " copy is, the rest of the plan as published", generation, plan.failover());
+        }
+        if (!plan.unplanned().isEmpty()) {
+            LOG.warn("Tasks {} are new to the app since generation {} of the operator's plan (a topology change):"
+                + " placed where their state is until the operator plans with the topology this leader reports",
+                plan.unplanned(), generation);
+        }
+        bridge.assignorMetrics().failedOver();
+        return placeRest(state, plan.kept());
     }
 
     private static List<PlanResult.Problem> problem(FallbackReason reason, String detail) {
@@ -151,12 +175,7 @@ public class OperatorTaskAssignor implements TaskAssignor {
                 problem.detail());
         }
         count(problems);
-        TaskAssignment assignment = placeRest(state, kept);
-        AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(state, assignment);
-        if (error != AssignmentError.NONE) {
-            throw new IllegalStateException("the fallback placement is invalid: " + error);
-        }
-        return assignment;
+        return placeRest(state, kept);
     }
 
     private void count(List<PlanResult.Problem> problems) {
@@ -168,7 +187,11 @@ public class OperatorTaskAssignor implements TaskAssignor {
         reasons.forEach(bridge.assignorMetrics()::fellBack);
     }
 
-    /** {@code kept} as it is, the rest placed as Kafka's high-availability assignor would, a follow-up scheduled. */
+    /**
+     * {@code kept} as it is, the rest placed as Kafka's high-availability assignor would, a follow-up scheduled;
+     * checked by Kafka's own validation (an invalid placement throws, and {@link #assign} answers with Kafka's
+     * sticky assignor).
+     */
     private TaskAssignment placeRest(ApplicationState state, Map<ProcessId, Set<AssignedTask>> kept) {
         HighAvailabilityPlacement.Placement placement =
             HighAvailabilityPlacement.complete(state, CatchUp.of(state), kept);
@@ -180,6 +203,11 @@ public class OperatorTaskAssignor implements TaskAssignor {
         List<KafkaStreamsAssignment> assignments = new ArrayList<>();
         placement.assignment().forEach((process, tasks) ->
             assignments.add(KafkaStreamsAssignment.of(process, tasks).withFollowupRebalance(followup)));
-        return new TaskAssignment(assignments);
+        TaskAssignment assignment = new TaskAssignment(assignments);
+        AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(state, assignment);
+        if (error != AssignmentError.NONE) {
+            throw new IllegalStateException("the placement around the plan is invalid: " + error);
+        }
+        return assignment;
     }
 }

@@ -33,8 +33,20 @@ import org.apache.kafka.streams.processor.assignment.TaskInfo;
  * warmup copies of tasks without a changelog (stateless, or every store's logging disabled), or on the pod
  * that runs the task, are dropped: Kafka creates no standby for them.
  *
- * <p>What is not kept: the tasks of a pod that is not in the group, of a client that names no pod (or a pod
- * another client names too), a task active on two pods, and names that are no task of the app.
+ * <p>A pod the publication gives work that is not in the group (it crashed, or was deleted, after the operator
+ * published) is no reason to drop the plan: the plan's standbys exist for exactly this. Its active tasks fail
+ * over ({@link PlanResult#failover()}): {@link OperatorTaskAssignor} runs them where their most caught-up copy
+ * is, as Kafka's high-availability assignor would, and keeps the rest of the plan. So does an active the plan
+ * moves onto a member not caught up on it while the member that ran it is: the operator never plans such a
+ * move (KIP-441's rule), so that plan predates the pod losing its state (restarted without its volume), and
+ * following it would restore the task from scratch while it stops processing. Only when no pod the
+ * publication gives work is in the group was it written for other members. Tasks the publication names
+ * nowhere are new to the app (more input partitions, a new subtopology) since the operator planned: they are
+ * placed the same way ({@link PlanResult#unplanned()}) until the operator plans with the topology this
+ * leader reports.
+ *
+ * <p>What is not kept: the tasks of a client that names no pod (or a pod another client names too), a task
+ * active on two pods, and names that are no task of the app.
  */
 public final class PublishedPlan {
     private PublishedPlan() {}
@@ -49,12 +61,14 @@ public final class PublishedPlan {
         Map<TaskId, String> activeOn = new HashMap<>();
         Set<TaskId> twice = new TreeSet<>();
         Map<String, Set<TaskId>> copiesOf = new TreeMap<>();
+        Map<String, List<TaskId>> failover = new TreeMap<>();
         for (Map.Entry<String, PodTasks> entry : publication.assignment().entrySet()) {
             String pod = entry.getKey();
             PodTasks roles = entry.getValue();
             if (!roles.isEmpty() && !processOf.containsKey(pod)) {
-                problems.add(new PlanResult.Problem(FallbackReason.UNKNOWN_CLIENT, "generation " + generation
-                    + " gives tasks to pod " + pod + ", which is not in the group " + processOf.keySet()));
+                List<TaskId> actives = new ArrayList<>();
+                roles.active().forEach(name -> known(name, tasks, generation, pod, problems).ifPresent(actives::add));
+                failover.put(pod, actives);
                 continue;
             }
             for (String name : roles.active()) {
@@ -75,6 +89,15 @@ public final class PublishedPlan {
             copiesOf.put(pod, copies);
         }
         twice.forEach(activeOn::remove);  // neither pod is trusted with it: placed by lags instead
+        if (!failover.isEmpty() && failover.keySet().containsAll(givenWork(publication))) {
+            problems.add(new PlanResult.Problem(FallbackReason.UNKNOWN_CLIENT, "generation " + generation
+                + " gives tasks only to pods " + failover.keySet() + ", none of which is in the group "
+                + processOf.keySet()));
+        }
+        notCaughtUp(activeOn, state, clients, processOf).forEach((pod, stale) -> {
+            stale.forEach(activeOn::remove);
+            failover.computeIfAbsent(pod, p -> new ArrayList<>()).addAll(stale);
+        });
         for (Map.Entry<String, Revocation> entry : publication.revoking().entrySet()) {
             String owner = entry.getValue().owner();
             Optional<TaskId> task = known(entry.getKey(), tasks, generation, owner, problems);
@@ -83,10 +106,19 @@ public final class PublishedPlan {
                 activeOn.put(task.get(), owner);  // still the owner's until the operator names the next one
             }
         }
+        Set<TaskId> failingOver = new HashSet<>();
+        failover.values().forEach(failingOver::addAll);
+        Set<String> named = named(publication);
         List<String> missing = new ArrayList<>();
+        List<TaskId> unplanned = new ArrayList<>();
         for (TaskId task : tasks.keySet()) {
-            if (!activeOn.containsKey(task) && !twice.contains(task)) {
+            if (activeOn.containsKey(task) || twice.contains(task) || failingOver.contains(task)) {
+                continue;
+            }
+            if (named.contains(task.toString())) {
                 missing.add(task.toString());
+            } else {
+                unplanned.add(task);
             }
         }
         if (!missing.isEmpty()) {
@@ -111,12 +143,14 @@ public final class PublishedPlan {
                 }
             }
         });
-        PlanResult result = new PlanResult(kept, problems, idle(publication, processOf));
-        if (result.isFollowed()) {
+        failover.values().removeIf(List::isEmpty);
+        unplanned.sort(null);
+        PlanResult result = new PlanResult(kept, problems, idle(publication, processOf), failover, unplanned);
+        if (result.isFollowed() && !result.needsPlacement()) {
             AssignmentError error = TaskAssignmentUtils.validateTaskAssignment(state, result.assignment());
             if (error != AssignmentError.NONE) {
                 return new PlanResult(Map.of(), List.of(new PlanResult.Problem(FallbackReason.INVALID_ASSIGNMENT,
-                    "Kafka rejects generation " + generation + ": " + error)), List.of());
+                    "Kafka rejects generation " + generation + ": " + error)), List.of(), Map.of(), List.of());
             }
         }
         return result;
@@ -149,6 +183,57 @@ public final class PublishedPlan {
             }
         });
         return processOf;
+    }
+
+    /** Every task name the publication gives any pod, in any role, or revokes. */
+    private static Set<String> named(Publication publication) {
+        Set<String> names = new HashSet<>(publication.revoking().keySet());
+        publication.assignment().values().forEach(roles -> {
+            names.addAll(roles.active());
+            names.addAll(roles.standby());
+            names.addAll(roles.warmup());
+        });
+        return names;
+    }
+
+    /** The pods the publication gives any task, as active, standby or warmup. */
+    private static Set<String> givenWork(Publication publication) {
+        Set<String> pods = new TreeSet<>();
+        publication.assignment().forEach((pod, roles) -> {
+            if (!roles.isEmpty()) {
+                pods.add(pod);
+            }
+        });
+        return pods;
+    }
+
+    /**
+     * Per pod, the stateful actives the plan moves onto it although it is not caught up on them while the
+     * member that ran them until this rebalance is (lags as Kafka's high-availability assignor reads them,
+     * within {@code acceptable.recovery.lag}): KIP-441's rule, which the operator's plans keep, so such a plan
+     * was made before the pod lost its state. The lags are read only when the plan moves an active.
+     */
+    private static Map<String, List<TaskId>> notCaughtUp(Map<TaskId, String> activeOn, ApplicationState state,
+                                                         Map<ProcessId, KafkaStreamsState> clients,
+                                                         Map<String, ProcessId> processOf) {
+        Map<TaskId, ProcessId> ranBy = new HashMap<>();
+        clients.values().forEach(client -> client.previousActiveTasks().forEach(task ->
+            ranBy.put(task, client.processId())));
+        Map<String, List<TaskId>> stale = new TreeMap<>();
+        CatchUp catchUp = null;
+        for (Map.Entry<TaskId, String> entry : new TreeMap<>(activeOn).entrySet()) {
+            TaskId task = entry.getKey();
+            ProcessId owner = processOf.get(entry.getValue());
+            ProcessId ran = ranBy.get(task);
+            if (ran == null || ran.equals(owner) || !state.allTasks().get(task).isStateful()) {
+                continue;
+            }
+            catchUp = catchUp == null ? CatchUp.of(state) : catchUp;
+            if (!catchUp.caughtUp(owner, task) && catchUp.caughtUp(ran, task)) {
+                stale.computeIfAbsent(entry.getValue(), p -> new ArrayList<>()).add(task);
+            }
+        }
+        return stale;
     }
 
     private static List<String> idle(Publication publication, Map<String, ProcessId> processOf) {

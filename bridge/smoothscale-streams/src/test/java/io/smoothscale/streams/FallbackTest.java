@@ -92,7 +92,7 @@ class FallbackTest {
     }
 
     @Test
-    void aPodThePlanNamesThatHasGoneKeepsThePlanForTheOthersAndItsTasksGoWhereTheirStateIs() {
+    void aPodThePlanNamesThatHasGoneFailsOverToItsStandbysAndThePlanStandsForTheOthers() {
         Group group = new Group().tasks(0, 6, true).standbys(0)
             .member("orders-0", 1, ids("0_0", "0_1")).member("orders-1", 1, ids("0_2", "0_3"))
             .lag("orders-1", "0_4", 0).lag("orders-1", "0_5", 0);
@@ -108,8 +108,14 @@ class FallbackTest {
             "the plan's standby on a pod present is kept");
         assertEquals(Set.of("0_2", "0_3", "0_4", "0_5"), tasks(assignment, group.process("orders-1"),
             AssignedTask.Type.ACTIVE), "the gone pod's tasks run where their caught-up standbys are");
-        assertEquals(1.0, bridge.assignorMetrics().fallbackCount(FallbackReason.UNKNOWN_CLIENT));
-        assertEquals(1.0, bridge.assignorMetrics().fallbackCount(FallbackReason.MISSING_TASK));
+        assertEquals(1.0, bridge.assignorMetrics().failoverCount(), "a fail-over, counted as such");
+        for (FallbackReason reason : FallbackReason.values()) {
+            assertEquals(0.0, bridge.assignorMetrics().fallbackCount(reason), "no fallback: " + reason.label());
+        }
+        for (KafkaStreamsAssignment client : assignment.assignment()) {
+            assertEquals(Optional.of(NOW.plus(OperatorTaskAssignor.FOLLOWUP_AFTER_FALLBACK)),
+                client.followupRebalanceDeadline(), "the group comes back for the operator's next plan");
+        }
     }
 
     @Test

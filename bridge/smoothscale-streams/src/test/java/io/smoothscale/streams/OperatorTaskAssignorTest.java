@@ -74,7 +74,7 @@ class OperatorTaskAssignorTest {
     @Test
     void returnsThePublishedActivesAndStandbysAndWarmupsAsStandbys() {
         Group group = group().member("orders-0", 2, ids("0_0", "0_1", "0_2", "1_0"))
-            .member(LONG_POD, 1, ids("0_3", "1_1"));
+            .member(LONG_POD, 1, ids("0_3", "1_1")).lag(LONG_POD, "0_2", 0);
         bridge.publications().accept(new Publication(7, Map.of(
             "orders-0", pod(List.of("0_0", "0_1", "1_0"), List.of("0_3"), List.of()),
             LONG_POD, pod(List.of("0_2", "0_3", "1_1"), List.of("0_0"), List.of("0_1"))), Map.of()));
@@ -173,11 +173,42 @@ class OperatorTaskAssignorTest {
     }
 
     @Test
-    void aPublicationGivingTasksToAPodOutsideTheGroupFallsBack() {
-        Map<String, PodTasks> plan = fullPlan();
-        plan.put("orders-9", pod(List.of(), List.of("0_0"), List.of()));
-        bridge.publications().accept(new Publication(4, plan, Map.of()));
+    void aPublicationGivingTasksOnlyToPodsOutsideTheGroupFallsBack() {
+        bridge.publications().accept(new Publication(4, Map.of(
+            "orders-8", pod(List.of("0_0", "0_1", "1_0"), List.of(), List.of()),
+            "orders-9", pod(List.of("0_2", "0_3", "1_1"), List.of("0_0"), List.of())), Map.of()));
         assertFallsBack(twoMembers(), FallbackReason.UNKNOWN_CLIENT);
+    }
+
+    @Test
+    void copiesForAPodOutsideTheGroupWaitAndThePlanIsFollowed() {
+        Map<String, PodTasks> plan = fullPlan();
+        plan.put("orders-9", pod(List.of(), List.of("0_0"), List.of("0_2")));
+        bridge.publications().accept(new Publication(4, plan, Map.of()));
+        assign(twoMembers());
+        assertEquals(1.0, bridge.assignorMetrics().followedCount());
+        assertEquals(0.0, bridge.assignorMetrics().failoverCount());
+    }
+
+    @Test
+    void anActiveGivenToAPodWithoutItsStateStaysWhereItRanAndThePodWarmsUp() {
+        // orders-1 restarted without its volume after the operator published: the plan still gives it 0_2 and
+        // 0_3, which orders-0 has run since (its standbys took over); 1_1 is stateless and moves freely.
+        Group group = group().member("orders-0", 1, ids("0_0", "0_1", "1_0", "0_2", "0_3"))
+            .member("orders-1", 1, ids("1_1"));
+        bridge.publications().accept(new Publication(4, fullPlan(), Map.of()));
+
+        TaskAssignment assignment = assign(group);
+
+        assertEquals(Set.of("0_0", "0_1", "0_2", "0_3", "1_0"),
+            tasksOf(assignment, group.process("orders-0"), AssignedTask.Type.ACTIVE));
+        assertEquals(Set.of("1_1"), tasksOf(assignment, group.process("orders-1"), AssignedTask.Type.ACTIVE));
+        assertTrue(tasksOf(assignment, group.process("orders-1"), AssignedTask.Type.STANDBY).containsAll(
+            Set.of("0_2", "0_3")), "warmups toward the plan's owner, as Kafka's high-availability assignor starts them");
+        assertEquals(1.0, bridge.assignorMetrics().failoverCount());
+        for (FallbackReason reason : FallbackReason.values()) {
+            assertEquals(0.0, bridge.assignorMetrics().fallbackCount(reason), reason.label());
+        }
     }
 
     @Test
@@ -206,11 +237,30 @@ class OperatorTaskAssignorTest {
     }
 
     @Test
-    void aTaskActiveNowhereFallsBack() {
+    void aTaskThePlanNamesButRunsNowhereFallsBack() {
         Map<String, PodTasks> plan = fullPlan();
         plan.put("orders-1", pod(List.of("0_2", "1_1"), List.of("0_3"), List.of()));
         bridge.publications().accept(new Publication(4, plan, Map.of()));
         assertFallsBack(twoMembers(), FallbackReason.MISSING_TASK);
+    }
+
+    @Test
+    void tasksNewToTheAppSinceThePlanArePlacedAndTheRestOfThePlanKept() {
+        // A subtopology added by an upgrade (2_0, 2_1) and an input partition more (0_4): not in generation 4.
+        Group group = group().tasks(2, 2, true).tasks(0, 5, true)
+            .member("orders-0", 1, ids("0_0", "0_1", "1_0")).member("orders-1", 1, ids("0_2", "0_3", "1_1"));
+        bridge.publications().accept(new Publication(4, fullPlan(), Map.of()));
+
+        TaskAssignment assignment = assign(group);
+
+        Set<String> zero = tasksOf(assignment, group.process("orders-0"), AssignedTask.Type.ACTIVE);
+        Set<String> one = tasksOf(assignment, group.process("orders-1"), AssignedTask.Type.ACTIVE);
+        assertTrue(zero.containsAll(Set.of("0_0", "0_1", "1_0")) && one.containsAll(Set.of("0_2", "0_3", "1_1")),
+            "the plan stands: " + zero + " " + one);
+        assertEquals(1.0, bridge.assignorMetrics().failoverCount());
+        for (FallbackReason reason : FallbackReason.values()) {
+            assertEquals(0.0, bridge.assignorMetrics().fallbackCount(reason), reason.label());
+        }
     }
 
     @Test
