@@ -34,12 +34,14 @@ import yaml
 
 from smoothscale.contract import names as contract
 
+from . import invariants
 from .app_view import AppReader
 from .control_plane import CONTROLLERS, Binaries, ControlPlane, RunningControlPlane
-from .demo import demo_app, worker_env
-from .environment import CHANGELOG_EPOCH_ENV, STATE_DIR_ENV
+from .demo import demo_app, demo_tasks, worker_env
+from .environment import CHANGELOG_EPOCH_ENV, RECORD_FILE_ENV, STATE_DIR_ENV
 from .observe import Snapshot, settle
 from .real_node import NodeBinaries, RealNode, RunningNode
+from .records import processing_intervals, read_records
 
 Json = dict[str, Any]
 
@@ -62,6 +64,7 @@ RELEASE_NAMESPACE = "smoothscale-system"
 APP = "orders"
 APP_NAMESPACE = "streams"
 STEP_TIMEOUT = 120.0
+RECORD_FILE = "records.jsonl"
 WORKER_ACCESS: list[dict[str, list[str]]] = [
     # The sample worker follows its assignment ConfigMap and its own pod (leaving), as the client does.
     {"api_groups": [""], "resources": ["configmaps"], "resource_names": [contract.assignment_configmap(APP)],
@@ -76,10 +79,11 @@ def chart_image(chart: Path) -> str:
     return f"smoothscale/operator:{version}"
 
 
-def worker_app(image: str, replicas: int) -> Json:
+def worker_app(image: str, replicas: int, records: Path | None = None) -> Json:
     """The demo's app (`demo.demo_app`), its pods the sample worker from the operator's image, reading its
     assignment with its ServiceAccount, its state in the pod's emptyDir (no volume provisioner runs), ready
-    once it serves its metrics."""
+    once it serves its metrics; with `records`, a folder of the host, all of them append to one record file
+    there (`records.py`)."""
     app = demo_app(replicas, image)
     app["metadata"]["namespace"] = APP_NAMESPACE
     del app["spec"]["storage"]
@@ -100,11 +104,23 @@ def worker_app(image: str, replicas: int) -> Json:
             }
         ],
     }
+    if records is not None:
+        spec = app["spec"]["template"]["spec"]
+        spec["volumes"] = [{"name": "records", "hostPath": {"path": str(records), "type": "Directory"}}]
+        (container,) = spec["containers"]
+        container["volumeMounts"].append({"name": "records", "mountPath": "/records"})
+        container["env"].append({"name": RECORD_FILE_ENV, "value": f"/records/{RECORD_FILE}"})
     return app
 
 
-def create_worker_app(api: kubernetes.client.ApiClient, image: str, replicas: int = 3) -> None:
-    """The app's namespace, its pods' ServiceAccount with a Role for `WORKER_ACCESS`, and the app."""
+def create_worker_app(
+    api: kubernetes.client.ApiClient, image: str, replicas: int = 3, records: Path | None = None
+) -> None:
+    """The app's namespace, its pods' ServiceAccount with a Role for `WORKER_ACCESS`, and the app (with
+    `records`: that folder made writable for the image's user, uid 10001)."""
+    if records is not None:
+        records.mkdir(parents=True, exist_ok=True)
+        records.chmod(0o777)
     client = kubernetes.client
     core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
     meta = client.V1ObjectMeta(name=APP, namespace=APP_NAMESPACE)
@@ -119,7 +135,7 @@ def create_worker_app(api: kubernetes.client.ApiClient, image: str, replicas: in
     )
     rbac.create_namespaced_role_binding(APP_NAMESPACE, binding)
     client.CustomObjectsApi(api).create_namespaced_custom_object(
-        contract.GROUP, contract.VERSION, APP_NAMESPACE, contract.PLURAL, worker_app(image, replicas)
+        contract.GROUP, contract.VERSION, APP_NAMESPACE, contract.PLURAL, worker_app(image, replicas, records)
     )
 
 
@@ -196,9 +212,15 @@ class RealNodeWalk:
     STEPS = ("start on 3 pods", "scale to 6", "scale to 3", "kill a container's process", "delete a pod")
 
     def __init__(
-        self, api: kubernetes.client.ApiClient, node: RunningNode, view: SnapshotView | None = None
+        self,
+        api: kubernetes.client.ApiClient,
+        node: RunningNode,
+        view: SnapshotView | None = None,
+        records: Path | None = None,
     ) -> None:
+        """`records`: the folder given to `create_worker_app`, judged after the last step."""
         self.api = api
+        self.records = records
         self.node = node
         self.reader = AppReader(api, APP_NAMESPACE)
         self._view = view
@@ -220,6 +242,8 @@ class RealNodeWalk:
             outcomes.append(outcome)
             if outcome.seconds is None:
                 break  # the next step would start from an unknown state
+        if self.records is not None:
+            outcomes[-1].violations += _judge_records(read_records(self.records / RECORD_FILE))
         return outcomes
 
     def _scale(self, replicas: int) -> Callable[[list[Json]], bool]:
@@ -321,6 +345,18 @@ class RealNodeWalk:
         return found
 
 
+def _judge_records(records: list[Json]) -> list[str]:
+    """No task ever processed by two processes at once, every task processed, from the workers' records.
+    Processes are told apart by pod and pid: every worker is pid 1 of its container, and a restarted one
+    again, but it never overlaps its dead self. The real kubelet writes no `exited` record: a killed
+    worker's last lease (`lease_seconds`, 0.5 s) is the bound of what it may have done."""
+    found = [f"records: {text}" for text in invariants.concurrent_processing(records)]
+    unprocessed = set(demo_tasks()) - {interval.task for interval in processing_intervals(records)}
+    if unprocessed:
+        found.append(f"records: tasks never processed: {sorted(unprocessed)}")
+    return found
+
+
 def _always(_: list[Json]) -> bool:
     return True
 
@@ -373,8 +409,9 @@ def run_real_node_demo(
                 out.write(f"operator pod {name} Ready (helm install of {chart})\n")
                 out.flush()
                 with kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig)) as api:
-                    create_worker_app(api, chart_image(chart))
-                    outcomes = RealNodeWalk(api, node, view).run()
+                    records = output_dir / "records"
+                    create_worker_app(api, chart_image(chart), records=records)
+                    outcomes = RealNodeWalk(api, node, view, records).run()
     finally:
         shutil.rmtree(node_root, ignore_errors=True)  # containerd's unpacked images: hundreds of MB
     for outcome in outcomes:

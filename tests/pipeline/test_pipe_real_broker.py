@@ -45,13 +45,15 @@ STOPPED = 3  # the node of the three-broker cluster that the store failure stops
 def rebalanced(
     kafka_broker: KafkaCluster, kafka_racks: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    """Runs the scenarios side by side; what happened in each, and copies of the logs they wrote (what the
-    brokers wrote meanwhile only: their logs hold the whole test run, and they go on writing)."""
+    """Runs the scenarios side by side; what happened in each, and copies of the logs they wrote: the
+    broker's log whole (every line it wrote in the test run is read), the three-broker cluster's from the
+    store failure's start to the group's recovery (then the members close, and the stopped broker restarts).
+    The brokers go on writing: copies are analysed."""
     run = uuid.uuid4().hex[:8]
     work = tmp_path_factory.mktemp("real-broker")
     brokers = [server_log(kafka_broker, node) for node in kafka_broker.node_ids]
-    brokers += [server_log(kafka_racks, node) for node in kafka_racks.node_ids]
-    written = {log: log.stat().st_size for log in brokers}
+    racks = [server_log(kafka_racks, node) for node in kafka_racks.node_ids]
+    written = {log: log.stat().st_size for log in racks}
     consumer_log = work / "slow-consumer.log"
     with ThreadPoolExecutor(max_workers=3) as pool:
         store = pool.submit(fail_to_store_assignments, kafka_racks, run, STOPPED)
@@ -60,10 +62,10 @@ def rebalanced(
         static = replace_static_member(kafka_broker, run)
         happened = {**expired, "static": static, "commit": commit.result(), "store": store.result()}
     logs = [consumer_log]
-    ends = happened["store"]["ends"]  # the three-broker cluster's logs up to the group's recovery
-    for index, log in enumerate(brokers):
+    ends = happened["store"]["ends"]
+    for index, log in enumerate(brokers + racks):
         logs.append(work / f"{index}-{log.parent.parent.name}-{log.parent.name}.log")
-        logs[-1].write_bytes(whole_lines(log.read_bytes(), written[log], ends.get(log)))
+        logs[-1].write_bytes(whole_lines(log.read_bytes(), written.get(log, 0), ends.get(log)))
     return {**happened, "logs": logs}
 
 

@@ -234,11 +234,13 @@ def test_a_streams_app_runs_scales_and_recovers_on_the_real_node(
 ) -> None:
     """`smoothscale demo --real-node`'s walk (`real_node_demo.RealNodeWalk`): 3 pods, 6, 3, a container's
     process killed by the runtime, a pod deleted with a grace period; after each step the app settles,
-    balanced, and the operator's status agrees with the kubelet's pods."""
+    balanced, and the operator's status agrees with the kubelet's pods; the workers' records show no task
+    processed by two processes at once, and every task processed."""
     cp, node, image = node_cluster
+    records = node.root / "records"  # removed with the node's folder
     with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
-        create_worker_app(api, image)
-        outcomes = RealNodeWalk(api, node).run()
+        create_worker_app(api, image, records=records)
+        outcomes = RealNodeWalk(api, node, records=records).run()
     STEP_SECONDS.update({f"app settled: {o.name}": o.seconds or -1.0 for o in outcomes})
     assert [o.name for o in outcomes] == list(RealNodeWalk.STEPS), outcomes
     assert all(o.seconds is not None and not o.violations for o in outcomes), outcomes
