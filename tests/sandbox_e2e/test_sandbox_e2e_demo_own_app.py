@@ -1,9 +1,9 @@
-"""`smoothscale demo --kafka --app-jar` as a user runs it with an app of their own: the Spring Boot sample's
-jar (built by `.ci/bridge.sh`, holding the bridge, adopting smoothscale by its `application.properties`
-alone) runs as every pod's process against three brokers, through every step of the demo; its settings come
-from `--app-env` (the bridge's own metrics endpoint among them, which the demo scrapes, not Actuator's), its
-input topic from `--input`. It replaces the sample app's `demo --kafka` test (the same
-machinery, one JVM app instead of another, within the CI minutes).
+"""`smoothscale demo --kafka --app-jar` as a user runs it with an app of their own: the Spring Boot and the
+Quarkus samples' jars (built by `.ci/bridge.sh`, holding the bridge, adopting smoothscale by their
+`application.properties` alone) each run as every pod's process against three brokers, through every step of
+the demo; their settings come from `--app-env` (the bridge's own metrics endpoint among them, which the demo
+scrapes, not the framework's Micrometer one), their input topic from `--input`. It replaces the sample
+app's `demo --kafka` test (the same machinery, one JVM app instead of another).
 
 The JSON figures say every step settled with every task processing on its planned owner, Kafka's view of
 the group the plan and balanced, and no step saw a fallback of the bridge. Not the crash either: the killed
@@ -21,16 +21,24 @@ from pathlib import Path
 import pytest
 from sandbox_e2e_kit import DEMO_STEPS, SMOOTHSCALE, processes_using
 
-from smoothscale.sandbox.kafka_streams import spring_sample_jar
+from smoothscale.sandbox.kafka_streams import quarkus_sample_jar, spring_sample_jar
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
+FRAMEWORKS = {
+    "spring-boot": (spring_sample_jar, "SERVER_PORT=0", "Started SpringOrdersApp"),
+    "quarkus": (quarkus_sample_jar, "QUARKUS_HTTP_PORT=0", "powered by Quarkus"),
+}
+"""Per sample: its jar, the setting that moves its web server off the bridge's port, a line of its start."""
 
-def test_the_demo_runs_a_spring_boot_apps_jar_as_every_pod(tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_the_demo_runs_a_frameworks_app_jar_as_every_pod(framework: str, tmp_path: Path) -> None:
+    jar, web_port, started = FRAMEWORKS[framework]
     args = [
         "--kafka",
         "--app-jar",
-        str(spring_sample_jar()),
+        str(jar()),
         "--input",
         "orders:6:20",
         "--app-env",
@@ -39,12 +47,12 @@ def test_the_demo_runs_a_spring_boot_apps_jar_as_every_pod(tmp_path: Path) -> No
         "TOTALS_TOPIC=totals",
         "--app-env",
         "STREAMS_SESSION_TIMEOUT_MS=10000",
-        # The demo scrapes the bridge's own endpoint: the sample's Actuator would serve its metrics instead,
-        # so the bridge keeps its own, and the app's web server takes any free port.
+        # The demo scrapes the bridge's own endpoint: the sample's Micrometer registry would serve its metrics
+        # instead, so the bridge keeps its own, and the app's web server takes any free port.
         "--app-env",
         "SMOOTHSCALE_METRICS_MICROMETER=false",
         "--app-env",
-        "SERVER_PORT=0",
+        web_port,
         "--json",
         "--output-dir",
         str(tmp_path),
@@ -66,9 +74,9 @@ def test_the_demo_runs_a_spring_boot_apps_jar_as_every_pod(tmp_path: Path) -> No
     for name in ("scale-out", "scale-in"):
         assert steps[name]["moved"] >= 4, steps[name]
         assert steps[name]["handover_max_s"] >= steps[name]["handover_p50_s"] > 0, steps[name]
-    # The operator learned the app's topology from the bridge: the repartition topic Spring's app declares.
+    # The operator learned the app's topology from the bridge: the repartition topic the app declares.
     read = "racks of orders, orders-by-customer-repartition read from 3 brokers; KafkaUnavailable=False"
     assert read in stdout
     logs = list((tmp_path / "sandbox").rglob("*.log"))
-    assert any("Started SpringOrdersApp" in log.read_text(errors="replace") for log in logs), logs
+    assert any(started in log.read_text(errors="replace") for log in logs), logs
     assert processes_using(tmp_path) == []
