@@ -208,10 +208,12 @@ public final class PublishedPlan {
     }
 
     /**
-     * Per pod, the stateful actives the plan moves onto it although it is not caught up on them while the
-     * member that ran them until this rebalance is (lags as Kafka's high-availability assignor reads them,
+     * Per pod, the actives with a changelog the plan moves onto it although it is not caught up on them while
+     * the member that ran them until this rebalance is (lags as Kafka's high-availability assignor reads them,
      * within {@code acceptable.recovery.lag}): KIP-441's rule, which the operator's plans keep, so such a plan
-     * was made before the pod lost its state. The lags are read only when the plan moves an active.
+     * was made before the pod lost its state. A task without a changelog (stateless, or its stores' logging
+     * disabled) has nothing to catch up on: it goes where the plan puts it. The lags are read only when the
+     * plan moves an active.
      */
     private static Map<String, List<TaskId>> notCaughtUp(Map<TaskId, String> activeOn, ApplicationState state,
                                                          Map<ProcessId, KafkaStreamsState> clients,
@@ -225,7 +227,8 @@ public final class PublishedPlan {
             TaskId task = entry.getKey();
             ProcessId owner = processOf.get(entry.getValue());
             ProcessId ran = ranBy.get(task);
-            if (ran == null || ran.equals(owner) || !state.allTasks().get(task).isStateful()) {
+            boolean restorable = HighAvailabilityPlacement.hasChangelog(state.allTasks().get(task));
+            if (ran == null || ran.equals(owner) || !restorable) {
                 continue;
             }
             catchUp = catchUp == null ? CatchUp.of(state) : catchUp;

@@ -245,6 +245,22 @@ class OperatorTaskAssignorTest {
     }
 
     @Test
+    void anActiveWithoutAChangelogGoesWhereThePlanMovesIt() {
+        // Stores with logging disabled: no copy is ever caught up, and a move loses the state wherever it goes.
+        Group group = new Group().tasks(0, 2, true, false).standbys(0)
+            .member("orders-0", 1, ids("0_0", "0_1")).member("orders-1", 1, ids());
+        bridge.publications().accept(new Publication(3, Map.of(
+            "orders-0", pod(List.of("0_0"), List.of(), List.of()),
+            "orders-1", pod(List.of("0_1"), List.of(), List.of())), Map.of()));
+
+        TaskAssignment assignment = assign(group);
+
+        assertEquals(Set.of("0_1"), tasksOf(assignment, group.process("orders-1"), AssignedTask.Type.ACTIVE));
+        assertEquals(1.0, bridge.assignorMetrics().followedCount());
+        assertEquals(0.0, bridge.assignorMetrics().failoverCount());
+    }
+
+    @Test
     void tasksNewToTheAppSinceThePlanArePlacedAndTheRestOfThePlanKept() {
         // A subtopology added by an upgrade (2_0, 2_1) and an input partition more (0_4): not in generation 4.
         Group group = group().tasks(2, 2, true).tasks(0, 5, true)
