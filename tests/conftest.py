@@ -67,36 +67,6 @@ def _root_logger_as_it_was() -> Iterator[None]:
     root.setLevel(level)
 
 
-SHARED_FIXTURES = {
-    "spark": "spark",
-    "control_plane": "kube",
-    "kafka_racks": "kafka-racks",
-    "kafka_broker": "kafka-broker",
-}
-"""Session fixtures that start servers (a Spark JVM, a control plane, brokers) -> the `xdist_group` of the
-tests that use them: the README's run spreads tests over two processes (pytest-xdist, `--dist loadgroup`),
-and the tests sharing one such fixture stay in one process, which starts it once (the first listed wins)."""
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Group the tests by the server fixture they share, before xdist reads the groups; a module whose tests
-    share a module-scoped fixture (brokers of their own, a real node: two at once would collide on its
-    network bridge) stays in one process too."""
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        group = next((group for name, group in SHARED_FIXTURES.items() if name in fixtures), None)
-        if group is None and _uses_module_fixture(item):
-            group = item.nodeid.split("::", 1)[0]
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
-def _uses_module_fixture(item: pytest.Item) -> bool:
-    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    return any(definition.scope == "module" for chain in definitions.values() for definition in chain)
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build what the selected tests run, once, before the first of them and outside every test's timeout
     (pyproject's): cold, the Go build of the control plane takes longer than one test may. A warm machine
