@@ -45,7 +45,15 @@ from .api_links import Cut
 from .background import running
 from .harness import Sandbox
 from .kafka.broker import KafkaCluster
-from .kafka_streams import SampleApp, latest_totals, produce_orders, read_whole, totals_of
+from .kafka_streams import (
+    SampleApp,
+    latest_totals,
+    produce_orders,
+    read_committed,
+    read_whole,
+    totals_of,
+    unique_order_value,
+)
 from .streams_app import crash, settle, streams_app
 
 APP = "chaos-shop"
@@ -198,6 +206,7 @@ def run_chaos(
     expected = totals_of(inputs)
     counted = latest_totals(bootstrap, totals, produced, expected=expected)
     wrong = {c: (counted.get(c), want) for c, want in expected.items() if counted.get(c) != want}
+    regressed = regressions(read_committed(bootstrap, totals, idle_seconds=3))
     publication = sandbox.publication(APP)
     planned = {
         p: set(a.active) for p, a in (publication.assignment.items() if publication else []) if a.active
@@ -220,6 +229,8 @@ def run_chaos(
         "input_records": len(inputs),
         "lost_or_duplicated_records": len(wrong),
         "wrong_totals": {c: list(pair) for c, pair in sorted(wrong.items())},
+        "totals_regressed": len(regressed),
+        "totals_regressed_seen": regressed[:10],
         "double_actives": len(doubles.seen),
         "double_actives_seen": doubles.seen[:10],
         "double_active_samples": doubles.samples,
@@ -228,16 +239,32 @@ def run_chaos(
 
 
 def send_orders(bootstrap: str, orders: str, first: int, attempts: int = 3) -> None:
-    """`ORDERS_PER_FAULT` orders from `first` on, sent again when the producer could not confirm them all (a
+    """`ORDERS_PER_FAULT` orders from `first` on (each with an amount of its own, so that a customer's total
+    tells a lost order from another counted twice), sent again when the producer could not confirm them all (a
     broker restarting on a loaded machine): orders sent twice are input records twice, and the expected
     totals are the input topic's."""
     for attempt in range(attempts):
         try:
-            produce_orders(bootstrap, orders, first, ORDERS_PER_FAULT)
+            produce_orders(bootstrap, orders, first, ORDERS_PER_FAULT, unique_order_value)
             return
         except (RuntimeError, KafkaException):
             if attempt == attempts - 1:
                 raise
+
+
+def regressions(records: Sequence[tuple[str, str]]) -> list[str]:
+    """The customers whose committed totals (`records`, in the order read: one partition per customer) do not
+    grow with every update: under exactly-once each committed total counts at least one order more than the
+    one before, so a total that repeats or shrinks is state counted twice or rolled back, even when the
+    last total ends up right. Each as `customer: before -> after`."""
+    last: dict[str, int] = {}
+    seen: list[str] = []
+    for customer, total in records:
+        orders = int(total.split(",")[0])
+        if customer in last and orders <= last[customer]:
+            seen.append(f"{customer}: {last[customer]} -> {orders}")
+        last[customer] = orders
+    return seen
 
 
 class Faults:
