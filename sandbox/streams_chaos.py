@@ -28,7 +28,6 @@ import random
 import re
 import threading
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,9 +35,7 @@ from statistics import mean
 from typing import Any
 
 from confluent_kafka import KafkaException
-from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.contract import names as contract
 from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
 
 from .api_links import Cut
@@ -54,7 +51,7 @@ from .kafka_streams import (
     totals_of,
     unique_order_value,
 )
-from .streams_app import crash, settle, streams_app
+from .streams_app import assignor_counts, crash, settle, streams_app
 
 APP = "chaos-shop"
 PARTITIONS = 4
@@ -117,30 +114,6 @@ class DoubleActives:
             ]
 
 
-def assignor_counts(sandbox: Sandbox) -> Counter[str]:
-    """Rebalances led, fail-overs and fallbacks by reason, summed over the app's pods (their metrics
-    endpoints)."""
-    counts: Counter[str] = Counter()
-    for pod in sandbox.pods(APP):
-        ip = (pod.get("status") or {}).get("podIP")
-        if not ip:
-            continue
-        try:
-            with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=2) as response:
-                text = response.read().decode()
-        except OSError:
-            continue
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "smoothscale_bridge_assignor_followed_total":
-                    counts["rebalances_followed"] += int(sample.value)
-                elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
-                    counts[f"fallback_{sample.labels['reason']}"] += int(sample.value)
-                elif sample.name == contract.ASSIGNOR_FAILOVERS_METRIC:
-                    counts["failovers"] += int(sample.value)
-    return counts
-
-
 def run_chaos(
     sandbox: Sandbox,
     cluster: KafkaCluster,
@@ -177,7 +150,7 @@ def run_chaos(
             if deadline is not None and time.monotonic() > deadline:
                 log(f"deadline reached: {done} of {len(kinds)} faults run")
                 break
-            before = assignor_counts(sandbox)
+            before = assignor_counts(sandbox, APP)
             began = time.monotonic()
             try:
                 faults.inject(kind)
@@ -194,7 +167,7 @@ def run_chaos(
                 per_kind[kind]["faults"] += 1
             inject_seconds[kind].append(injected - began)
             settle_seconds[kind].append(time.monotonic() - injected)
-            after = assignor_counts(sandbox)
+            after = assignor_counts(sandbox, APP)
             per_kind[kind].update({k: max(0, v - before.get(k, 0)) for k, v in after.items()})
             log(
                 f"fault {index + 1}/{len(kinds)} {kind}: injected in {inject_seconds[kind][-1]:.1f} s, "
