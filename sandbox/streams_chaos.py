@@ -269,11 +269,12 @@ class TotalsWatch:
             time.sleep(0.5)
 
 
-def send_orders(bootstrap: str, orders: str, first: int, attempts: int = 3) -> None:
+def send_orders(bootstrap: str, orders: str, first: int, attempts: int = 10) -> None:
     """`ORDERS_PER_FAULT` orders from `first` on (each with an amount of its own, so that a customer's total
     tells a lost order from another counted twice), sent again when the producer could not confirm them all (a
-    broker restarting on a loaded machine): orders sent twice are input records twice, and the expected
-    totals are the input topic's."""
+    broker restarting on a loaded machine; each attempt waits 30 s, and three were once too few under a load
+    average of 90): orders sent twice are input records twice, and the expected totals are the input
+    topic's."""
     for attempt in range(attempts):
         try:
             produce_orders(bootstrap, orders, first, ORDERS_PER_FAULT, unique_order_value)
