@@ -266,7 +266,9 @@ def test_a_streams_app_runs_scales_and_recovers_on_the_real_nodes(
             kubernetes.client.CoreV1Api(api).delete_namespace(APP_NAMESPACE)
     STEP_SECONDS.update({f"app settled: {o.name}": o.seconds or -1.0 for o in outcomes})
     assert [o.name for o in outcomes] == list(RealNodeWalk.STEPS), outcomes
-    assert all(o.seconds is not None and not o.violations for o in outcomes), outcomes
+    assert all(o.seconds is not None and not o.violations for o in outcomes), {
+        o.name: o.violations for o in outcomes if o.violations
+    }
 
 
 # -- the Java sample Kafka Streams app, from its own image, against three brokers ----------------------------
@@ -305,5 +307,7 @@ def test_the_java_sample_app_scales_on_the_real_nodes_against_kafka(
             kubernetes.client.CoreV1Api(api).delete_namespace(KAFKA_NAMESPACE)
     STEP_SECONDS.update({f"java app settled: {o.name}": o.seconds or -1.0 for o in outcome.steps})
     assert [o.name for o in outcome.steps] == list(RealNodeWalk.STEPS[:JAVA_STEPS]), outcome
-    assert all(o.seconds is not None and not o.violations for o in outcome.steps), outcome
-    assert outcome.orders > 0 and not outcome.problems, outcome
+    assert all(o.seconds is not None and not o.violations for o in outcome.steps), {
+        o.name: o.violations for o in outcome.steps if o.violations
+    }
+    assert outcome.orders > 0 and not outcome.problems, (outcome.orders, outcome.problems)
