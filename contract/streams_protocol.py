@@ -19,6 +19,10 @@ BUILT_IN_ASSIGNOR: Final = "sticky"
 
 PLANS_TOPIC: Final = "smoothscale-plans"
 """The compacted topic of plans: key the app's application id, value the publication's gzip'd JSON."""
+GROUPS_TOPIC: Final = "smoothscale-groups"
+"""The compacted topic where the plugin publishes Kafka's view of each group it assigns
+(`describeStreamsGroups`, which no Python client has): key the application id, value
+`{"publishedMs": ..., "view": ...}` as JSON."""
 PLANS_BOOTSTRAP_PROPERTY: Final = "smoothscale.plans.bootstrap.servers"
 """The broker JVM's system property naming the cluster that holds the plan topic."""
 

@@ -41,18 +41,19 @@ from .appref import AppRef
 from .context import OperatorContext
 from .control import names
 from .control import round as core_round
-from .control.observed import PodMetrics
+from .control.observed import PodMetrics, ScrapeResult
 from .control.pods import PodInfo, pod_info
 from .control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
 from .control.round import Observation as Observed
 from .control.status import Problem
+from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
-from .resource import InvalidSpecError, StreamsAppSpec, load_spec
+from .resource import GroupProtocol, InvalidSpecError, StreamsAppSpec, load_spec
 from .scrape import metrics_url
 
 
@@ -167,12 +168,18 @@ class AppReconciler:
             read = self.configmap = await self._load(now)
         working = core_round.working_spec(self.memory, spec)
         self.report.post(self.kafka.poll(core_round.kafka_topology(self.memory, spec, self.app.name)))
-        urls = _metrics_urls(pods, working) if working is not None else {}
-        results = (
-            await self.ctx.scraper.scrape_all(urls, working.metrics.names) if working is not None else {}
-        )
-        status = seen.body.get("status") or {}
         facts = self.kafka.facts
+        urls: dict[str, str] = {}
+        results: Mapping[str, ScrapeResult] = {}
+        if working is not None and _on_streams_protocol(working):
+            # the group coordinator knows what the pods would report: read from Kafka, no pod is scraped
+            group = facts.streams_group
+            if group is not None and group.view is not None:
+                results = streamsgroup.pod_results(group.view, self.publication, facts.partitions)
+        elif working is not None:
+            urls = _metrics_urls(pods, working)
+            results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)
+        status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observed(
             now=now,
@@ -294,6 +301,11 @@ class AppReconciler:
         read = self.configmap
         if read is None or read.published is None:
             return
+        spec = self.memory.last_good
+        if spec is not None and spec.kafka is not None and _on_streams_protocol(spec):
+            # the brokers' plugin follows the plan topic; the ConfigMap stays the operator's record of the
+            # publication in force (a restarted operator reads it back), written once the brokers have it
+            await self.kafka.hand_over(spec.kafka, candidate)
         try:
             self.configmap = replace(
                 read, published=await publish(self.ctx.api, self.app, read.published, candidate)
@@ -304,6 +316,11 @@ class AppReconciler:
             raise
         self.memory = core_round.after_publishing(self.memory, self.ctx.clock())
         self.report.publication(read.published.publication, candidate, self.memory.desired or {})
+
+
+def _on_streams_protocol(spec: StreamsAppSpec) -> bool:
+    """The app runs `group.protocol=streams`: Kafka's group coordinator assigns its tasks (KIP-1071)."""
+    return spec.kafka is not None and spec.kafka.group_protocol is GroupProtocol.STREAMS
 
 
 def _metrics_urls(pods: Sequence[PodInfo], spec: StreamsAppSpec) -> dict[str, str]:

@@ -4,7 +4,8 @@ Under `group.protocol=streams` the group coordinator already knows what the oper
 the pods: each member's pod (client tag `smoothscale.pod`), rack (`client.rack`), and the offsets of every
 task it keeps state for together with the changelogs' end offsets (sent in heartbeats every
 `streams.task.offset.interval.ms`). `Admin.describeStreamsGroups` returns them (read through the plugin
-jar's `GroupView`, `smoothscale.sandbox.kafka_streams`); this module maps them onto Contract 1.
+jar's `GroupView`, `smoothscale.sandbox.kafka_streams`, or as the plugin publishes it, `groupviews`); this
+module maps them onto Contract 1 and onto what the operator otherwise scrapes from a pod (`pod_results`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from smoothscale.assignor.models import Client, PlannerConfig, Snapshot, Task
-from smoothscale.contract.publication import Publication
+from smoothscale.contract.publication import ClientAssignment, Publication
+
+from ..control.observed import LearnedSubtopology, PodMetrics
 
 
 def pods(view: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
@@ -86,3 +89,65 @@ def snapshot(
             )
         )
     return Snapshot(now=now, config=config, tasks=tasks, clients=clients)
+
+
+def learned_topology(
+    view: Mapping[str, Any], partitions: Mapping[str, int]
+) -> tuple[LearnedSubtopology, ...]:
+    """The group's topology as the coordinator knows it: each subtopology with as many tasks as its input
+    topics (source and repartition) have partitions (`partitions`, read from the cluster's metadata). Empty
+    while a topic of it does not exist yet: no plan can name its tasks then."""
+    learned = []
+    for sub in view["subtopologies"]:
+        topics = [*sub["sourceTopics"], *sub["repartitionSourceTopics"]]
+        counts = [partitions.get(topic, 0) for topic in topics]
+        if not counts or min(counts) == 0:
+            return ()
+        learned.append(
+            LearnedSubtopology(
+                name=str(sub["id"]),
+                partitions=max(counts),
+                stateful=bool(sub["changelogTopics"]),
+                input_topics=tuple(sorted(topics)),
+                changelog_topics=tuple(sorted(sub["changelogTopics"])),
+            )
+        )
+    return tuple(learned)
+
+
+def running(members: Sequence[Mapping[str, Any]]) -> ClientAssignment:
+    """What a pod's members run in Kafka's view (a warmup the plugin gives is a standby there)."""
+    roles = [member["assignment"] for member in members]
+    return ClientAssignment(
+        active=sorted({task for r in roles for task in r["active"]}),
+        standby=sorted({task for r in roles for task in (*r["standby"], *r["warmup"])}),
+    )
+
+
+def runs_plan(members: Sequence[Mapping[str, Any]], planned: ClientAssignment | None) -> bool:
+    """Whether a pod's members run exactly what the plan gives the pod (copies: standbys and warmups)."""
+    runs = running(members)
+    wanted = planned or ClientAssignment()
+    copies = set(wanted.standby) | set(wanted.warmup)
+    return set(runs.active) == set(wanted.active) and set(runs.standby) == copies
+
+
+def pod_results(
+    view: Mapping[str, Any], published: Publication, partitions: Mapping[str, int]
+) -> dict[str, PodMetrics]:
+    """What the operator scrapes from a pod under the classic protocol, read from Kafka's view instead: per
+    pod in the group, its lags (task offsets against end offsets), the changelogs' end offsets, the topology,
+    and as the generation it has applied the published one once its members run exactly that pod's part
+    of it (else the one before: Kafka has not handed it over yet)."""
+    ends = end_offsets(view)
+    topology = learned_topology(view, partitions)
+    applied = published.generation
+    return {
+        pod: PodMetrics(
+            lags=task_lags(members, ends),
+            end_offsets={task: ends[task] for task in task_lags(members, ends) if task in ends},
+            generation=applied if runs_plan(members, published.assignment.get(pod)) else max(applied - 1, 0),
+            topology=topology,
+        )
+        for pod, members in pods(view).items()
+    }
