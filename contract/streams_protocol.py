@@ -34,5 +34,8 @@ POD_TAG: Final = "smoothscale.pod"
 ASSIGNOR_NAME_CONFIG: Final = "streams.assignor.name"
 """Group config choosing a streams group's assignor."""
 TRIGGER_CONFIG: Final = "streams.rack.aware.assignment.tags"
-"""Group config the operator flips to make the coordinator compute a new assignment (docs/streams-protocol.md:
-in Kafka 4.4 a change of a group's assignment configurations is the one way to ask for one from outside)."""
+"""Group config the operator changes to make the coordinator compute a new assignment
+(docs/streams-protocol.md: in Kafka 4.4 a change of a group's assignment configurations is the one way to
+ask for one from outside)."""
+TRIGGER_PREFIX: Final = "smoothscale.request."
+"""What makes each value of `TRIGGER_CONFIG` new: `<POD_TAG>,smoothscale.request.<request>`."""

@@ -175,7 +175,9 @@ class AppReconciler:
             # the group coordinator knows what the pods would report: read from Kafka, no pod is scraped
             group = facts.streams_group
             if group is not None and group.view is not None:
-                results = streamsgroup.pod_results(group.view, self.publication, facts.partitions)
+                results = streamsgroup.pod_results(
+                    group.view, self.publication, facts.partitions, facts.changelog_offsets
+                )
         elif working is not None:
             urls = _metrics_urls(pods, working)
             results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)

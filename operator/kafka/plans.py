@@ -3,7 +3,7 @@
 The plan is the publication the operator would write into the app's assignment ConfigMap, written instead
 (same gzip'd JSON bytes, Contract 3) as the record of key `<application id>` in the compacted topic
 `smoothscale-plans`, which the plugin on every broker reads into memory. A write does not by itself make the
-coordinator compute a new assignment: `request_assignment` flips the group's `streams.rack.aware.assignment.
+coordinator compute a new assignment: `request_assignment` changes the group's `streams.rack.aware.assignment.
 tags` config, a change of the group's assignment configurations, which Kafka 4.4 answers with a new target
 assignment at the next member heartbeat (docs/streams-protocol.md has the evidence and the delay measured).
 
@@ -12,6 +12,7 @@ Blocking confluent-kafka calls, each bounded by `timeout`: run them off the even
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -117,14 +118,22 @@ def opt_in(
 
 
 def request_assignment(
-    admin: AdminClient, group: str, extra: Mapping[str, str] | None = None, *, timeout: float = 10
+    admin: AdminClient,
+    group: str,
+    request: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 10,
 ) -> None:
-    """Make the coordinator compute the group's assignment anew (and so read the latest plan): flip the
-    group's rack-aware assignment tags between unset and the pod tag that every managed member carries
-    (with `extra` group configs set in the same request)."""
-    current = group_configs(admin, group, timeout=timeout).get(names.TRIGGER_CONFIG)
-    flipped = None if current else names.POD_TAG
-    set_group_configs(admin, group, {**(extra or {}), names.TRIGGER_CONFIG: flipped}, timeout=timeout)
+    """Make the coordinator compute the group's assignment anew (and so read the latest plan): set the
+    group's rack-aware assignment tags to a value no earlier request set, `<pod tag>,smoothscale.request.
+    <request>` (default: the time in milliseconds), with `extra` group configs in the same request.
+
+    Why a new value each time, not a flip between two: the coordinator compares the configs at a member's
+    heartbeat with those of its last assignment, so two flips between two heartbeats (two plans published
+    within half a second, seen in the operator's first seconds) cancel out and no assignment follows."""
+    value = f"{names.POD_TAG},{names.TRIGGER_PREFIX}{request or time.time_ns() // 1_000_000}"
+    set_group_configs(admin, group, {**(extra or {}), names.TRIGGER_CONFIG: value}, timeout=timeout)
 
 
 def hand_over(config: Mapping[str, Any], group: str, plan: Publication, *, timeout: float = 10) -> None:
@@ -134,4 +143,5 @@ def hand_over(config: Mapping[str, Any], group: str, plan: Publication, *, timeo
     admin = AdminClient({**config, "log_level": 0})
     ensure_plan_topic(admin, timeout=timeout)
     write_plan(config, group, plan, timeout=timeout)
-    request_assignment(admin, group, {names.ASSIGNOR_NAME_CONFIG: names.ASSIGNOR_NAME}, timeout=timeout)
+    opt_in = {names.ASSIGNOR_NAME_CONFIG: names.ASSIGNOR_NAME}
+    request_assignment(admin, group, f"g{plan.generation}", opt_in, timeout=timeout)

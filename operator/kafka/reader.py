@@ -93,7 +93,7 @@ def read_cluster(
                     # no broker publishes the group's view: opt the group in and ask for an assignment,
                     # which the plugin (falling back while it has no plan) answers by publishing the view
                     opt_in = {ASSIGNOR_NAME_CONFIG: ASSIGNOR_NAME}
-                    request_assignment(admin, application_id, opt_in, timeout=timeout)
+                    request_assignment(admin, application_id, extra=opt_in, timeout=timeout)
             view = replace(view, streams_assignors=assignors, streams_group=group)
         return view
     except KafkaException as error:

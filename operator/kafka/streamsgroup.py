@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from smoothscale.assignor.models import Client, PlannerConfig, Snapshot, Task
 from smoothscale.contract.publication import ClientAssignment, Publication
@@ -30,23 +30,39 @@ def pods(view: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
     return by_pod
 
 
+UNKNOWN_END: Final = 1 << 62
+"""Kafka Streams 4.4 reports a changelog end offset it does not know yet as Long.MAX_VALUE: none at all."""
+
+
 def task_lags(members: Sequence[Mapping[str, Any]], end_offsets: Mapping[str, int]) -> dict[str, int]:
-    """A pod's lag per task it keeps state for: changelog end offset minus the offset it reported. A negative
-    reported offset is Kafka Streams' mark of a running active task: caught up."""
+    """A pod's lag per task it keeps state for: changelog end offset minus the offset it reported. A task
+    its members run as active is caught up, as is one reported with a negative offset (Kafka Streams' mark of
+    a running active task); a task whose end offset is unknown gets no lag (the planner then counts it as not
+    caught up: a copy is never taken for caught up on a guess)."""
     lags: dict[str, int] = {}
     for member in members:
+        running = set((member.get("assignment") or {}).get("active") or ())
         for task, offset in member["taskOffsets"].items():
-            lag = 0 if offset < 0 else max(0, end_offsets.get(task, 0) - offset)
+            end = end_offsets.get(task)
+            if task in running or offset < 0:
+                lag = 0
+            elif end is None:
+                continue
+            else:
+                lag = max(0, end - offset)
             lags[task] = min(lags.get(task, lag), lag)
+        for task in running:
+            lags[task] = 0
     return lags
 
 
 def end_offsets(view: Mapping[str, Any]) -> dict[str, int]:
-    """Each task's changelog end offset: the largest any member reported."""
+    """Each task's changelog end offset: the largest any member reported (unknown ones left out)."""
     ends: dict[str, int] = {}
     for member in view["members"]:
         for task, offset in member["taskEndOffsets"].items():
-            ends[task] = max(ends.get(task, 0), offset)
+            if 0 <= offset < UNKNOWN_END:
+                ends[task] = max(ends.get(task, 0), offset)
     return ends
 
 
@@ -133,13 +149,17 @@ def runs_plan(members: Sequence[Mapping[str, Any]], planned: ClientAssignment | 
 
 
 def pod_results(
-    view: Mapping[str, Any], published: Publication, partitions: Mapping[str, int]
+    view: Mapping[str, Any],
+    published: Publication,
+    partitions: Mapping[str, int],
+    changelog_ends: Mapping[str, int],
 ) -> dict[str, PodMetrics]:
     """What the operator scrapes from a pod under the classic protocol, read from Kafka's view instead: per
-    pod in the group, its lags (task offsets against end offsets), the changelogs' end offsets, the topology,
-    and as the generation it has applied the published one once its members run exactly that pod's part
-    of it (else the one before: Kafka has not handed it over yet)."""
-    ends = end_offsets(view)
+    pod in the group, its lags (task offsets against the changelogs' end offsets: `changelog_ends` as the
+    operator read them from Kafka, else what the members reported), the topology, and as the generation it
+    has applied the published one once its members run exactly that pod's part of it (else the one before:
+    Kafka has not handed it over yet)."""
+    ends = {**end_offsets(view), **changelog_ends}
     topology = learned_topology(view, partitions)
     applied = published.generation
     return {

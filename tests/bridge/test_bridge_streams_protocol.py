@@ -32,6 +32,7 @@ from smoothscale.sandbox.kafka_streams import (
     expected_totals,
     latest_totals,
     produce_orders,
+    streams_protocol_app,
 )
 from smoothscale.sandbox.streams_app import settle_streams_protocol, streams_app
 
@@ -137,7 +138,7 @@ def test_members_run_the_plugins_plan_and_a_new_plan_takes_effect(
     )
     written = time.monotonic()
     plans.write_plan({"bootstrap.servers": bootstrap}, APP, moved)
-    plans.request_assignment(admin, APP)
+    plans.request_assignment(admin, APP, "g2")
     ran = wait_for(lambda: runs(moved), "the members running generation 2", 60, seen)
     print(f"generation 2 ran on both pods {ran - written:.2f} s after it was written")
     # 4 to 7 s on this machine at load average 10 to 20; 20 s and more at 50 (docs/streams-protocol.md)
@@ -168,7 +169,12 @@ def test_the_operator_drives_a_streams_protocol_app_through_the_plugin(
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     plans.set_group_configs(admin, OPERATED, {**FAST_GROUP, "streams.task.offset.interval.ms": "1000"})
     tasks = 2 * PARTITIONS
-    with Sandbox(tmp_path / "sandbox", kafka_bootstrap=bootstrap, first_address=random_block()) as sandbox:
+    with Sandbox(
+        tmp_path / "sandbox",
+        kafka_bootstrap=bootstrap,
+        first_address=random_block(),
+        kafka_app=streams_protocol_app(),
+    ) as sandbox:
         sandbox.apply(streams_app(OPERATED, orders, totals, 3, acceptable_lag=5, streams_protocol=bootstrap))
         produce_orders(bootstrap, orders, 0, 300)
         first = settle_streams_protocol(sandbox, OPERATED, bootstrap, 3, tasks)
