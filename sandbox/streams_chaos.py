@@ -28,28 +28,42 @@ import random
 import re
 import threading
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
-from confluent_kafka import KafkaException
-from prometheus_client.parser import text_string_to_metric_families
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from smoothscale.contract import names as contract
 from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
 
 from .api_links import Cut
 from .background import running
 from .harness import Sandbox
 from .kafka.broker import KafkaCluster
-from .kafka_streams import SampleApp, latest_totals, produce_orders, read_whole, totals_of
-from .streams_app import crash, settle, streams_app
+from .kafka.topics import QUIET
+from .kafka_streams import (
+    SampleApp,
+    latest_totals,
+    produce_orders,
+    read_committed,
+    read_whole,
+    totals_of,
+    unique_order_value,
+)
+from .streams_app import assignor_counts, crash, settle, streams_app
 
 APP = "chaos-shop"
 PARTITIONS = 4
+REPLICATION = 3
+"""Replicas of every topic the app reads and writes (its input and output, and through
+`STREAMS_REPLICATION_FACTOR` its changelogs and repartition topic): with one, a rolling restart takes each
+partition offline in turn, and after one Kafka 4.3.1 kept a transaction open for good on two changelog
+partitions (Admin `describeProducers`: an open transaction of a producer epoch its coordinator had long
+completed): their last stable offset stuck, a task restoring from them never finished, and its orders went
+uncounted while the group looked settled. Production runs exactly-once on replicated topics; so does the
+benchmark."""
 TASKS = 2 * PARTITIONS
 ORDERS_PER_FAULT = 40
 ACCEPTABLE_LAG = 5
@@ -76,6 +90,8 @@ class ChaosTimes:
     """Longer than a plan's follow-up and a few probing rounds, shorter than the bridge's plan patience
     (2 min): the leader follows what it last saw."""
     settle_timeout: float = 600.0
+    count_timeout: float = 180.0
+    """How long after settling every input record may take to show in the output's totals."""
     broker_timeout: float = 600.0
     """How long a restarted broker may take to be back (under a load average of 35 on 2 cores one took
     over 120 s: the cluster's default)."""
@@ -109,30 +125,6 @@ class DoubleActives:
             ]
 
 
-def assignor_counts(sandbox: Sandbox) -> Counter[str]:
-    """Rebalances led, fail-overs and fallbacks by reason, summed over the app's pods (their metrics
-    endpoints)."""
-    counts: Counter[str] = Counter()
-    for pod in sandbox.pods(APP):
-        ip = (pod.get("status") or {}).get("podIP")
-        if not ip:
-            continue
-        try:
-            with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=2) as response:
-                text = response.read().decode()
-        except OSError:
-            continue
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "smoothscale_bridge_assignor_followed_total":
-                    counts["rebalances_followed"] += int(sample.value)
-                elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
-                    counts[f"fallback_{sample.labels['reason']}"] += int(sample.value)
-                elif sample.name == contract.ASSIGNOR_FAILOVERS_METRIC:
-                    counts["failovers"] += int(sample.value)
-    return counts
-
-
 def run_chaos(
     sandbox: Sandbox,
     cluster: KafkaCluster,
@@ -153,7 +145,12 @@ def run_chaos(
     bootstrap = cluster.bootstrap_servers
     kafka = SampleApp(APP, "default", bootstrap, None, sandbox.root / "reader")
     faults = Faults(sandbox, cluster, rng, times)
-    sandbox.apply(streams_app(APP, orders, totals, faults.replicas, acceptable_lag=ACCEPTABLE_LAG))
+    app = streams_app(APP, orders, totals, faults.replicas, acceptable_lag=ACCEPTABLE_LAG)
+    app["spec"]["template"]["spec"]["containers"][0]["env"].append(
+        {"name": "STREAMS_REPLICATION_FACTOR", "value": str(REPLICATION)}
+    )
+    sandbox.apply(app)
+    output = TotalsWatch(bootstrap, totals)
     produced = 0
     send_orders(bootstrap, orders, produced)
     produced += ORDERS_PER_FAULT
@@ -164,12 +161,12 @@ def run_chaos(
     doubles = DoubleActives(kafka)
     unsettled: list[str] = []
     done = 0
-    with running(doubles.watch, "double-actives"):
+    with running(doubles.watch, "double-actives"), running(output.watch, "totals"):
         for index, kind in enumerate(kinds):
             if deadline is not None and time.monotonic() > deadline:
                 log(f"deadline reached: {done} of {len(kinds)} faults run")
                 break
-            before = assignor_counts(sandbox)
+            before = assignor_counts(sandbox, APP)
             began = time.monotonic()
             try:
                 faults.inject(kind)
@@ -177,6 +174,7 @@ def run_chaos(
                 produced += ORDERS_PER_FAULT
                 injected = time.monotonic()
                 final = settle(sandbox, kafka, faults.replicas, TASKS, timeout=times.settle_timeout)
+                output.wait_for(orders, times.count_timeout)
             except (AssertionError, RuntimeError, KafkaException) as error:
                 unsettled.append(f"fault {index + 1} {kind}: {error}"[:1000])
                 log(f"fault {index + 1}/{len(kinds)} {kind}: NOT SETTLED: {error}"[:2000])
@@ -186,7 +184,7 @@ def run_chaos(
                 per_kind[kind]["faults"] += 1
             inject_seconds[kind].append(injected - began)
             settle_seconds[kind].append(time.monotonic() - injected)
-            after = assignor_counts(sandbox)
+            after = assignor_counts(sandbox, APP)
             per_kind[kind].update({k: max(0, v - before.get(k, 0)) for k, v in after.items()})
             log(
                 f"fault {index + 1}/{len(kinds)} {kind}: injected in {inject_seconds[kind][-1]:.1f} s, "
@@ -198,6 +196,7 @@ def run_chaos(
     expected = totals_of(inputs)
     counted = latest_totals(bootstrap, totals, produced, expected=expected)
     wrong = {c: (counted.get(c), want) for c, want in expected.items() if counted.get(c) != want}
+    regressed = regressions(read_committed(bootstrap, totals, idle_seconds=3))
     publication = sandbox.publication(APP)
     planned = {
         p: set(a.active) for p, a in (publication.assignment.items() if publication else []) if a.active
@@ -220,6 +219,8 @@ def run_chaos(
         "input_records": len(inputs),
         "lost_or_duplicated_records": len(wrong),
         "wrong_totals": {c: list(pair) for c, pair in sorted(wrong.items())},
+        "totals_regressed": len(regressed),
+        "totals_regressed_seen": regressed[:10],
         "double_actives": len(doubles.seen),
         "double_actives_seen": doubles.seen[:10],
         "double_active_samples": doubles.samples,
@@ -227,17 +228,75 @@ def run_chaos(
     }
 
 
-def send_orders(bootstrap: str, orders: str, first: int, attempts: int = 3) -> None:
-    """`ORDERS_PER_FAULT` orders from `first` on, sent again when the producer could not confirm them all (a
-    broker restarting on a loaded machine): orders sent twice are input records twice, and the expected
-    totals are the input topic's."""
+class TotalsWatch:
+    """The newest committed total per customer in the output topic, read as the app writes them: whether the
+    app has counted every input record so far (a settled group can still be stalled: a task stuck restoring
+    processes nothing)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.latest: dict[str, str] = {}
+
+    def watch(self, stop: threading.Event) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"watch-{self.topic}-{time.monotonic_ns()}",
+                "isolation.level": "read_committed",
+                **QUIET,
+            }
+        )
+        try:
+            partitions = consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions
+            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
+            while not stop.is_set():
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is None:
+                    key, value = message.key(), message.value()
+                    self.latest[key.decode() if key else ""] = value.decode() if value else ""
+        finally:
+            consumer.close()
+
+    def wait_for(self, orders: str, timeout: float) -> None:
+        """Until the totals are those of every record the input topic `orders` holds now; AssertionError
+        naming the customers behind after `timeout` seconds."""
+        expected = totals_of(value for _, value in read_whole(self.bootstrap, orders))
+        deadline = time.monotonic() + timeout
+        while behind := {c: (self.latest.get(c), t) for c, t in expected.items() if self.latest.get(c) != t}:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the input not all counted within {timeout} s: {behind}")
+            time.sleep(0.5)
+
+
+def send_orders(bootstrap: str, orders: str, first: int, attempts: int = 10) -> None:
+    """`ORDERS_PER_FAULT` orders from `first` on (each with an amount of its own, so that a customer's total
+    tells a lost order from another counted twice), sent again when the producer could not confirm them all (a
+    broker restarting on a loaded machine; each attempt waits 30 s, and three were once too few under a load
+    average of 90): orders sent twice are input records twice, and the expected totals are the input
+    topic's."""
     for attempt in range(attempts):
         try:
-            produce_orders(bootstrap, orders, first, ORDERS_PER_FAULT)
+            produce_orders(bootstrap, orders, first, ORDERS_PER_FAULT, unique_order_value)
             return
         except (RuntimeError, KafkaException):
             if attempt == attempts - 1:
                 raise
+
+
+def regressions(records: Sequence[tuple[str, str]]) -> list[str]:
+    """The customers whose committed totals (`records`, in the order read: one partition per customer) do not
+    grow with every update: under exactly-once each committed total counts at least one order more than the
+    one before, so a total that repeats or shrinks is state counted twice or rolled back, even when the
+    last total ends up right. Each as `customer: before -> after`."""
+    last: dict[str, int] = {}
+    seen: list[str] = []
+    for customer, total in records:
+        orders = int(total.split(",")[0])
+        if customer in last and orders <= last[customer]:
+            seen.append(f"{customer}: {last[customer]} -> {orders}")
+        last[customer] = orders
+    return seen
 
 
 class Faults:
