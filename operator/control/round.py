@@ -334,7 +334,7 @@ def step(
 
 def quiet_until(
     memory: RoundMemory, seen: Observation, config: RoundConfig, decisions: Decisions
-) -> datetime | None | Literal[False]:
+) -> datetime | Literal[False] | None:
     """Until when a step observing `seen` again, on `memory` (which the step that made `decisions` left
     unchanged), makes the same decisions: the first clock-driven decision still pending (None: none is), or
     False when the round is not silent and settled (`Quiet`). Each condition below stands for the clock's
