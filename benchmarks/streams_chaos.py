@@ -4,15 +4,17 @@ bridge) under the real operator in the sandbox, through a seeded random mix of f
 operator killed mid-migration, the API server stopped for a minute, the group leader cut off from the API
 server, scaling and swaps), each followed by new orders and a wait until the app has settled again.
 
-Checked: every order counted exactly once, no task ever active on two pods in Kafka's view of the group, the
-final assignment balanced and equal to the plan; rebalances and fallbacks counted per fault kind; the time
-each kind took to inject and to settle after.
+Checked: every input record counted exactly once (each order has an amount of its own, so a customer's total
+tells a lost order from one counted twice; and every committed total grows: `totals_regressed`), no task
+ever active on two pods in Kafka's view of the group, the final assignment balanced and equal to the plan;
+rebalances and fallbacks counted per fault kind; the time each kind took to inject and to settle after.
 
     python benchmarks/streams_chaos.py --faults 100 --seed 1
 
 With `--minutes M` no fault starts after M minutes; the checks then run on the faults done (`faults` in the
-JSON, of `faults_drawn`). The last line is one JSON object. Exits 1 when a record was lost or duplicated, a
-task ran twice, the app did not settle after a fault (`unsettled`), or the final assignment is not the plan.
+JSON, of `faults_drawn`). The last line is one JSON object. Exits 1 when a record was lost or duplicated or a
+committed total did not grow, a task ran twice, the app did not settle after a fault (`unsettled`), or the
+final assignment is not the plan.
 """
 
 from __future__ import annotations
@@ -83,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     result["seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(result, sort_keys=True))
     failed = (
-        result["lost_or_duplicated_records"] or result["double_actives"] or not result["final_equals_plan"]
+        result["lost_or_duplicated_records"]
+        or result["totals_regressed"]
+        or result["double_actives"]
+        or result["unsettled"]
+        or not result["final_equals_plan"]
     )
     return 1 if failed else 0
 

@@ -12,6 +12,8 @@ ASSIGNOR_NAME: Final = "smoothscale"
 """The plugin's `TaskAssignor.name()`: the value of the group config `streams.assignor.name` that opts in."""
 ASSIGNOR_CLASS: Final = "io.smoothscale.broker.SmoothscaleTaskAssignor"
 """What a broker's `group.streams.assignors` lists to load the plugin."""
+BROKER_ASSIGNORS_CONFIG: Final = "group.streams.assignors"
+"""Broker config listing the streams assignors a broker loads (names of built-in ones, or class names)."""
 BUILT_IN_ASSIGNOR: Final = "sticky"
 """Kafka 4.4's built-in streams assignor: the default, and the plugin's fallback."""
 

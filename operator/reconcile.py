@@ -215,6 +215,7 @@ class AppReconciler:
                 problem=Problem(failed.reason, failed.message) if failed is not None else None,
                 read_once=self.kafka.read_once,
                 status=facts.status,
+                streams_assignors=facts.streams_assignors,
             ),
             urls=urls,
         )

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -436,18 +436,28 @@ CUSTOMERS = 10
 """The customers the tests' orders go to (order i to customer i mod 10), so that totals add up."""
 
 
-def produce_orders(bootstrap: str, topic: str, first: int, count: int) -> None:
-    """Orders `first` .. `first + count - 1`, each keyed by its id, `customer-<i mod 10>:<i mod 7 + 1>`."""
+def produce_orders(
+    bootstrap: str, topic: str, first: int, count: int, value: Callable[[int], str] | None = None
+) -> None:
+    """Orders `first` .. `first + count - 1`, each keyed by its id, valued `value(i)` (by default
+    `order_value(i)`: `customer-<i mod 10>:<i mod 7 + 1>`)."""
     # Idempotent: a send librdkafka retries after a broker restart is written once.
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, **QUIET})
     for index in range(first, first + count):
-        producer.produce(topic, key=f"order-{index}".encode(), value=order_value(index).encode())
+        producer.produce(topic, key=f"order-{index}".encode(), value=(value or order_value)(index).encode())
     if producer.flush(30) != 0:
         raise RuntimeError(f"orders {first}..{first + count - 1} were not all acknowledged")
 
 
 def order_value(index: int) -> str:
     return f"customer-{index % CUSTOMERS}:{index % 7 + 1}"
+
+
+def unique_order_value(index: int) -> str:
+    """Order `index` with an amount no other order has (`index + 1`): a customer's total amount then tells a
+    lost order from another counted twice, which `order_value`'s seven amounts cannot (orders 70 apart share
+    customer and amount)."""
+    return f"customer-{index % CUSTOMERS}:{index + 1}"
 
 
 def expected_totals(count: int) -> dict[str, str]:

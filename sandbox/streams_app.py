@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
+from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.contract import names as contract
 
@@ -100,6 +103,31 @@ def crash(sandbox: Sandbox, pod: str, *, lose_volume: bool, timeout: float = 120
     while kubelet.worker_pids().get(f"default/{pod}") in (None, killed):
         assert time.monotonic() < deadline, f"{pod} was not restarted within {timeout} s"
         time.sleep(0.5)
+
+
+def assignor_counts(sandbox: Sandbox, app: str) -> Counter[str]:
+    """Rebalances led (`rebalances_followed`), fail-overs (`failovers`) and fallbacks by reason
+    (`fallback_<reason>`), summed over the app's pods as their metrics endpoints show them now (a restarted
+    pod's counters start again)."""
+    counts: Counter[str] = Counter()
+    for pod in sandbox.pods(app):
+        ip = (pod.get("status") or {}).get("podIP")
+        if not ip:
+            continue
+        try:
+            with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=2) as response:
+                text = response.read().decode()
+        except OSError:
+            continue
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "smoothscale_bridge_assignor_followed_total":
+                    counts["rebalances_followed"] += int(sample.value)
+                elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
+                    counts[f"fallback_{sample.labels['reason']}"] += int(sample.value)
+                elif sample.name == contract.ASSIGNOR_FAILOVERS_METRIC:
+                    counts["failovers"] += int(sample.value)
+    return counts
 
 
 _LOGGED_AT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})")

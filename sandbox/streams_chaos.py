@@ -28,7 +28,6 @@ import random
 import re
 import threading
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,17 +35,23 @@ from statistics import mean
 from typing import Any
 
 from confluent_kafka import KafkaException
-from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.contract import names as contract
 from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
 
 from .api_links import Cut
 from .background import running
 from .harness import Sandbox
 from .kafka.broker import KafkaCluster
-from .kafka_streams import SampleApp, latest_totals, produce_orders, read_whole, totals_of
-from .streams_app import crash, settle, streams_app
+from .kafka_streams import (
+    SampleApp,
+    latest_totals,
+    produce_orders,
+    read_committed,
+    read_whole,
+    totals_of,
+    unique_order_value,
+)
+from .streams_app import assignor_counts, crash, settle, streams_app
 
 APP = "chaos-shop"
 PARTITIONS = 4
@@ -109,30 +114,6 @@ class DoubleActives:
             ]
 
 
-def assignor_counts(sandbox: Sandbox) -> Counter[str]:
-    """Rebalances led, fail-overs and fallbacks by reason, summed over the app's pods (their metrics
-    endpoints)."""
-    counts: Counter[str] = Counter()
-    for pod in sandbox.pods(APP):
-        ip = (pod.get("status") or {}).get("podIP")
-        if not ip:
-            continue
-        try:
-            with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=2) as response:
-                text = response.read().decode()
-        except OSError:
-            continue
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "smoothscale_bridge_assignor_followed_total":
-                    counts["rebalances_followed"] += int(sample.value)
-                elif sample.name == contract.ASSIGNOR_FALLBACKS_METRIC:
-                    counts[f"fallback_{sample.labels['reason']}"] += int(sample.value)
-                elif sample.name == contract.ASSIGNOR_FAILOVERS_METRIC:
-                    counts["failovers"] += int(sample.value)
-    return counts
-
-
 def run_chaos(
     sandbox: Sandbox,
     cluster: KafkaCluster,
@@ -169,7 +150,7 @@ def run_chaos(
             if deadline is not None and time.monotonic() > deadline:
                 log(f"deadline reached: {done} of {len(kinds)} faults run")
                 break
-            before = assignor_counts(sandbox)
+            before = assignor_counts(sandbox, APP)
             began = time.monotonic()
             try:
                 faults.inject(kind)
@@ -186,7 +167,7 @@ def run_chaos(
                 per_kind[kind]["faults"] += 1
             inject_seconds[kind].append(injected - began)
             settle_seconds[kind].append(time.monotonic() - injected)
-            after = assignor_counts(sandbox)
+            after = assignor_counts(sandbox, APP)
             per_kind[kind].update({k: max(0, v - before.get(k, 0)) for k, v in after.items()})
             log(
                 f"fault {index + 1}/{len(kinds)} {kind}: injected in {inject_seconds[kind][-1]:.1f} s, "
@@ -198,6 +179,7 @@ def run_chaos(
     expected = totals_of(inputs)
     counted = latest_totals(bootstrap, totals, produced, expected=expected)
     wrong = {c: (counted.get(c), want) for c, want in expected.items() if counted.get(c) != want}
+    regressed = regressions(read_committed(bootstrap, totals, idle_seconds=3))
     publication = sandbox.publication(APP)
     planned = {
         p: set(a.active) for p, a in (publication.assignment.items() if publication else []) if a.active
@@ -220,6 +202,8 @@ def run_chaos(
         "input_records": len(inputs),
         "lost_or_duplicated_records": len(wrong),
         "wrong_totals": {c: list(pair) for c, pair in sorted(wrong.items())},
+        "totals_regressed": len(regressed),
+        "totals_regressed_seen": regressed[:10],
         "double_actives": len(doubles.seen),
         "double_actives_seen": doubles.seen[:10],
         "double_active_samples": doubles.samples,
@@ -228,16 +212,32 @@ def run_chaos(
 
 
 def send_orders(bootstrap: str, orders: str, first: int, attempts: int = 3) -> None:
-    """`ORDERS_PER_FAULT` orders from `first` on, sent again when the producer could not confirm them all (a
+    """`ORDERS_PER_FAULT` orders from `first` on (each with an amount of its own, so that a customer's total
+    tells a lost order from another counted twice), sent again when the producer could not confirm them all (a
     broker restarting on a loaded machine): orders sent twice are input records twice, and the expected
     totals are the input topic's."""
     for attempt in range(attempts):
         try:
-            produce_orders(bootstrap, orders, first, ORDERS_PER_FAULT)
+            produce_orders(bootstrap, orders, first, ORDERS_PER_FAULT, unique_order_value)
             return
         except (RuntimeError, KafkaException):
             if attempt == attempts - 1:
                 raise
+
+
+def regressions(records: Sequence[tuple[str, str]]) -> list[str]:
+    """The customers whose committed totals (`records`, in the order read: one partition per customer) do not
+    grow with every update: under exactly-once each committed total counts at least one order more than the
+    one before, so a total that repeats or shrinks is state counted twice or rolled back, even when the
+    last total ends up right. Each as `customer: before -> after`."""
+    last: dict[str, int] = {}
+    seen: list[str] = []
+    for customer, total in records:
+        orders = int(total.split(",")[0])
+        if customer in last and orders <= last[customer]:
+            seen.append(f"{customer}: {last[customer]} -> {orders}")
+        last[customer] = orders
+    return seen
 
 
 class Faults:

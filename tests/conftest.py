@@ -26,6 +26,7 @@ JAR_USERS = {
     "test_bridge_kafka.py",
     "test_bridge_chaos.py",
     "test_bridge_unlogged_store.py",
+    "test_bridge_topology_change.py",
     "test_bridge_streams_protocol.py",
     "test_realkube_bridge.py",
     "test_pipe_real_streams.py",

@@ -45,6 +45,7 @@ from ..resource import (
     scaling_policy,
 )
 from . import events as ev
+from . import streamsassignor
 from .appreport import AppReport, observe_app_report, report_problems
 from .assignorfallbacks import RECENT as FALLBACK_RECENT
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
@@ -69,6 +70,7 @@ from .status import (
     PlanOutcome,
     Problem,
     StatusInput,
+    StreamsAssignorCheck,
     active_lag,
     build_status,
     degraded,
@@ -88,6 +90,8 @@ class KafkaView:
     problem: Problem | None = None
     read_once: bool = False
     status: KafkaStatus | None = None
+    streams_assignors: Mapping[int, str | None] | None = None
+    """Each broker's `group.streams.assignors` (read for apps on the streams protocol only)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,8 @@ class RoundMemory:
     known_pods: frozenset[str] = frozenset()
     deleted_by_us: frozenset[str] = frozenset()
     waits: HandOverWait = field(default_factory=HandOverWait)
+    streams_assignor: StreamsAssignorCheck | None = None
+    """The last `streamsassignor.check` that read the brokers (its Events are posted when it changes)."""
     quiet: Quiet | None = None
     """The last step's decisions, while a step observing the same would repeat them (`Quiet`)."""
 
@@ -398,6 +404,11 @@ def _decide(
     memory, lost = _lost(memory, seen.pods)
     events += ev.lost_pod_events(lost)
     working = working_spec(memory, spec)
+    assignor_check = streamsassignor.check(working, seen.kafka.streams_assignors)
+    events += streamsassignor.events(memory.streams_assignor, assignor_check)
+    memory = replace(
+        memory, streams_assignor=streamsassignor.remembered(memory.streams_assignor, assignor_check)
+    )
     published = seen.published if seen.published is not None else EMPTY
     failures = _failures(seen, published)
     events += ev.scrape_events(memory.failing, failures, seen.results)
@@ -663,6 +674,7 @@ def _status(
             fallback=fallback,
             topology=topology,
             topology_mismatch=topology_mismatch,
+            streams_assignor=streamsassignor.check(spec, seen.kafka.streams_assignors),
             previous=seen.previous_status,
             now=seen.now,
         )

@@ -87,6 +87,15 @@ class KafkaOutcome:
 
 
 @dataclass(frozen=True)
+class StreamsAssignorCheck:
+    """For an app on the streams protocol (`streamsassignor.check`): whether its brokers' assignors were
+    read (`checked`), and what is missing."""
+
+    checked: bool
+    problem: Problem | None = None
+
+
+@dataclass(frozen=True)
 class Leaving:
     pod: str
     since: datetime
@@ -121,6 +130,8 @@ class StatusInput:
     """The topology the app reports (Kafka Streams apps); None: it reports none (yet)."""
     topology_mismatch: Problem | None = None
     """How `spec.topology` differs from the reported topology (`learnedtopology.topology_differences`)."""
+    streams_assignor: StreamsAssignorCheck | None = None
+    """None: the app runs the classic protocol (no StreamsAssignorMissing condition)."""
 
 
 def build_status(given: StatusInput) -> StreamsAppStatus:
@@ -134,6 +145,7 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
         _problem(ConditionType.DEGRADED, given.degraded, "AllPodsReporting", "every pod reports its metrics"),
         _problem(ConditionType.INVALID_SPEC, given.invalid_spec, "SpecValid", "the spec can be acted on"),
         *_kafka(given.kafka),
+        *_streams_assignor(given.streams_assignor),
         _rack_awareness(given),
         *_reported(given),
     ]
@@ -275,6 +287,18 @@ def _kafka(outcome: KafkaOutcome | None) -> list[_Draft]:
         message = "Kafka has not been read yet"
         return [(ConditionType.KAFKA_UNAVAILABLE, ConditionStatus.UNKNOWN, "KafkaNotReadYet", message)]
     return [_problem(ConditionType.KAFKA_UNAVAILABLE, outcome.problem, "KafkaAvailable", "Kafka answers")]
+
+
+def _streams_assignor(check: StreamsAssignorCheck | None) -> list[_Draft]:
+    """StreamsAssignorMissing, only for apps on `group.protocol=streams` (`spec.kafka.groupProtocol`)."""
+    if check is None:
+        return []
+    kind = ConditionType.STREAMS_ASSIGNOR_MISSING
+    if not check.checked:
+        message = "the brokers' group.streams.assignors are not read yet"
+        return [(kind, ConditionStatus.UNKNOWN, "BrokersNotReadYet", message)]
+    ok = "every broker loads smoothscale's assignor"
+    return [_problem(kind, check.problem, "PluginLoaded", ok)]
 
 
 def _stamp(draft: _Draft, given: StatusInput) -> Condition:

@@ -18,14 +18,14 @@ from datetime import datetime, timedelta
 from ..appref import AppRef
 from ..control.events import AppEvent, EventType
 from ..kube import KubeClient
-from ..resource import KafkaSpec, StreamsAppSpec
+from ..resource import GroupProtocol, KafkaSpec, StreamsAppSpec
 from ..resource.durations import parse_duration
 from .reader import KafkaReadError, read_cluster
 from .secret import read_secret
 from .settings import KafkaSettingsError, client_config
 from .view import KafkaFacts, facts
 
-_CALLS_PER_READ = 5
+_CALLS_PER_READ = 6
 """AdminClient requests in one read, one after another: the bound of a whole read is this many timeouts."""
 
 
@@ -117,6 +117,7 @@ class KafkaObserver:
             input_topics=inputs,
             timeout=timeout,
             now=request.started,
+            streams_assignors=kafka.group_protocol is GroupProtocol.STREAMS,
         )
         try:
             view = await asyncio.wait_for(read, timeout * _CALLS_PER_READ + 5)

@@ -14,12 +14,20 @@ names what failed: the bootstrap servers that could not be reached, the user who
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    OffsetSpec,
+    ResourceType,
+)
+
+from smoothscale.contract.streams_protocol import BROKER_ASSIGNORS_CONFIG
 
 from .view import ClusterView, GroupMemberView, GroupView, changelog_store
 
@@ -49,8 +57,10 @@ def read_cluster(
     input_topics: Sequence[str],
     timeout: float,
     now: datetime,
+    streams_assignors: bool = False,
 ) -> ClusterView:
-    """Brokers and racks, the input topics' replicas, the changelogs' end offsets and the group."""
+    """Brokers and racks, the input topics' replicas, the changelogs' end offsets and the group; with
+    `streams_assignors` (an app on `group.protocol=streams`) also every broker's `group.streams.assignors`."""
     errors: list[KafkaError] = []
     settings: dict[str, Any] = {
         **config,
@@ -65,7 +75,10 @@ def read_cluster(
             "KafkaConfigInvalid", f"the Kafka client rejects its settings: {error}"
         ) from error
     try:
-        return _read(admin, application_id, input_topics, timeout, now)
+        view = _read(admin, application_id, input_topics, timeout, now)
+        if streams_assignors:
+            view = replace(view, streams_assignors=_streams_assignors(admin, view.brokers, timeout))
+        return view
     except KafkaException as error:
         admin.poll(0)  # serves error_cb: the errors met along the way (refused login, refused connection)
         raise _explain(error, errors, config) from error
@@ -111,6 +124,19 @@ def _end_offsets(admin: AdminClient, partitions: Mapping[str, int], timeout: flo
     for partition, future in admin.list_offsets(wanted, request_timeout=timeout).items():
         offsets[partition.topic][partition.partition] = future.result(timeout=timeout + 1).offset
     return offsets
+
+
+def _streams_assignors(admin: AdminClient, brokers: Iterable[int], timeout: float) -> dict[int, str | None]:
+    """Each broker's `group.streams.assignors` (None: the broker does not know the setting, Kafka before
+    4.4). Every broker is asked: any of them may become the group's coordinator."""
+    resources = [ConfigResource(ResourceType.BROKER, str(node)) for node in sorted(brokers)]
+    if not resources:
+        return {}
+    found: dict[int, str | None] = {}
+    for resource, future in admin.describe_configs(resources, request_timeout=timeout).items():
+        entry = future.result(timeout=timeout + 1).get(BROKER_ASSIGNORS_CONFIG)
+        found[int(resource.name)] = entry.value if entry is not None else None
+    return found
 
 
 def _group(admin: AdminClient, group_id: str, timeout: float) -> GroupView | None:

@@ -53,6 +53,9 @@ class ClusterView:
     """Changelog topic -> per partition, the end offset."""
     group: GroupView | None = None
     """None: the group does not exist (yet)."""
+    streams_assignors: Mapping[int, str | None] | None = None
+    """Node id -> its `group.streams.assignors` (None: unknown to that broker); None: not read (the app
+    runs the classic protocol)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class KafkaFacts:
     racks: dict[str, list[list[str]]] = field(default_factory=dict)
     changelog_offsets: dict[str, int] = field(default_factory=dict)
     status: KafkaStatus | None = None
+    streams_assignors: Mapping[int, str | None] | None = None
+    """As `ClusterView.streams_assignors`."""
 
 
 def changelog_store(application_id: str, topic: str) -> str | None:
@@ -139,7 +144,10 @@ def facts(spec: StreamsAppSpec, application_id: str, view: ClusterView) -> Kafka
         group=_group_status(view.group),
     )
     return KafkaFacts(
-        racks=racks, changelog_offsets=changelog_offsets(owners, view.end_offsets), status=status
+        racks=racks,
+        changelog_offsets=changelog_offsets(owners, view.end_offsets),
+        status=status,
+        streams_assignors=view.streams_assignors,
     )
 
 

@@ -5,7 +5,7 @@ Import from here; the submodules each hold one concern (`spec`, `kafka`, `status
 """
 
 from .app import StreamsApp
-from .kafka import KafkaSecretRef, KafkaSpec, SaslMechanism, SecurityProtocol
+from .kafka import GroupProtocol, KafkaSecretRef, KafkaSpec, SaslMechanism, SecurityProtocol
 from .kafkastatus import ChangelogStatus, ConsumerGroupMember, ConsumerGroupStatus, KafkaStatus
 from .planner import (
     ScalingPolicy,
@@ -55,6 +55,7 @@ __all__ = [
     "ConditionType",
     "ConsumerGroupMember",
     "ConsumerGroupStatus",
+    "GroupProtocol",
     "InvalidSpecError",
     "KafkaSecretRef",
     "KafkaSpec",

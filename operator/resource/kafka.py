@@ -18,7 +18,7 @@ from pydantic import Field
 from .base import SpecModel
 from .fields import Duration, Matching
 
-__all__ = ["KafkaSecretRef", "KafkaSpec", "SaslMechanism", "SecurityProtocol"]
+__all__ = ["GroupProtocol", "KafkaSecretRef", "KafkaSpec", "SaslMechanism", "SecurityProtocol"]
 
 BootstrapServers = Annotated[
     str,
@@ -58,6 +58,15 @@ class SecurityProtocol(StrEnum):
     @property
     def uses_tls(self) -> bool:
         return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+
+class GroupProtocol(StrEnum):
+    """The rebalance protocol the app's Kafka Streams instances run (their `group.protocol`), which decides
+    who assigns the tasks: the app's own group leader (classic, with the smoothscale-streams bridge) or the
+    group coordinator on the broker (streams, KIP-1071, with smoothscale's broker plugin)."""
+
+    CLASSIC = "classic"
+    STREAMS = "streams"
 
 
 class SaslMechanism(StrEnum):
@@ -106,6 +115,13 @@ class KafkaSpec(SpecModel):
         None,
         description="The Secret with the credentials; required with SASL and with SSL (for the CA). The "
         "operator only ever reads the Secret named here (RBAC: get on Secrets, no list or watch).",
+    )
+    group_protocol: GroupProtocol = Field(
+        GroupProtocol.CLASSIC,
+        description="The app's group.protocol: classic (the smoothscale-streams bridge in the app assigns "
+        "the tasks) or streams (KIP-1071: the brokers assign them, so every broker must load smoothscale's "
+        "broker-side assignor; the operator checks and sets the StreamsAssignorMissing condition when one "
+        "does not).",
     )
     refresh_interval: Duration = Field(
         "30s", description="How often the operator reads Kafka again (racks, offsets, group), e.g. 30s."

@@ -43,6 +43,7 @@ class ConditionType(StrEnum):
     RACK_AWARENESS_DEGRADED = "RackAwarenessDegraded"
     ASSIGNOR_FALLBACK = "AssignorFallback"
     TOPOLOGY_MISMATCH = "TopologyMismatch"
+    STREAMS_ASSIGNOR_MISSING = "StreamsAssignorMissing"
 
 
 class ConditionStatus(StrEnum):

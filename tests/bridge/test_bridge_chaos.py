@@ -46,6 +46,7 @@ def test_the_app_rides_out_its_leader_cut_off_from_the_api_server_and_an_api_ser
     assert result["faults_by_kind"] == dict.fromkeys(FAULTS, 1)
     assert result["unsettled"] == [], "the app settled after every fault"
     assert result["lost_or_duplicated_records"] == 0, result["wrong_totals"]
+    assert result["totals_regressed"] == 0, result["totals_regressed_seen"]
     assert result["double_actives"] == 0, result["double_actives_seen"]
     assert result["double_active_samples"] > 20, "Kafka's view of the group was sampled throughout"
     assert result["final_equals_plan"], result

@@ -1,5 +1,7 @@
 """The operator reading real Kafka brokers (`spec.kafka`): racks from `broker.rack`, changelog end offsets,
-the consumer group, and `KafkaUnavailable` when Kafka is away, refuses the login or is misconfigured."""
+the consumer group, `KafkaUnavailable` when Kafka is away, refuses the login or is misconfigured, and
+`StreamsAssignorMissing` when an app on `group.protocol=streams` runs on brokers without smoothscale's
+broker-side assignor."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka.certs import server_certificate
 from smoothscale.sandbox.kafka.topics import QUIET, create_topic, produce
+from smoothscale.sandbox.kafka_streams import broker_assignor_jar
 
 USER, PASSWORD = "orders", "orders-secret"
 OperatorFactory = Callable[..., Any]
@@ -27,6 +30,14 @@ def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluste
     a test here."""
     work_dir = tmp_path_factory.mktemp("kafka-sasl")
     with KafkaCluster(work_dir, sasl_users={USER: PASSWORD}, tls=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def plugin_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One broker that loads smoothscale's broker-side streams assignor (KIP-1357)."""
+    work_dir = tmp_path_factory.mktemp("kafka-plugin")
+    with KafkaCluster(work_dir, work_dir / "logs", streams_assignor=broker_assignor_jar()) as cluster:
         yield cluster
 
 
@@ -219,3 +230,36 @@ def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
     assert condition["reason"] == "KafkaUnreachable" and bootstrap in condition["message"]
     assert kept["changelogs"][0]["endOffsets"] == 7
     assert ("Warning", "KafkaUnavailable") in reasons and ("Normal", "KafkaAvailable") in reasons
+
+
+def test_a_streams_protocol_app_on_brokers_without_the_plugin_is_told_what_to_install(
+    kafka_broker: KafkaCluster,
+    plugin_kafka: KafkaCluster,
+    kube: Kubectl,
+    fake: MemoryRuntime,
+    run_operator: OperatorFactory,
+) -> None:
+    def missing() -> dict[str, Any]:
+        return kube.condition("StreamsAssignorMissing")
+
+    with run_operator():
+        kube.apply(kafka_app(kafka_broker.bootstrap_servers, groupProtocol="streams"))
+        lacking = wait_for(
+            lambda: missing().get("status") == "True" and missing(), timeout=30, what="StreamsAssignorMissing"
+        )
+        warned = [
+            m for kind, reason, m in kube.events() if (kind, reason) == ("Warning", "StreamsAssignorMissing")
+        ]
+        kube.patch_app("orders", {"spec": {"kafka": {"bootstrapServers": plugin_kafka.bootstrap_servers}}})
+        wait_for(
+            lambda: missing().get("status") == "False", timeout=30, what="the plugin found on every broker"
+        )
+        loaded = missing()
+        reasons = [(kind, reason) for kind, reason, _ in kube.events()]
+    assert "broker(s) 1 (group.streams.assignors=sticky)" in lacking["message"]
+    assert "io.smoothscale.broker.SmoothscaleTaskAssignor" in lacking["message"]
+    assert "Installing the plugin" in lacking["message"] and "roll the brokers" in lacking["message"]
+    assert warned == [lacking["message"]]
+    assert loaded["reason"] == "PluginLoaded"
+    assert ("Normal", "StreamsAssignorInstalled") in reasons
+    assert kube.condition("KafkaUnavailable")["status"] == "False"

@@ -78,6 +78,7 @@ def test_condition_types_are_the_contracts() -> None:
         "RackAwarenessDegraded",
         "AssignorFallback",
         "TopologyMismatch",
+        "StreamsAssignorMissing",
     ]
     assert [s.value for s in ConditionStatus] == ["True", "False", "Unknown"]
 

@@ -52,13 +52,29 @@ public final class OrdersTopology {
      * {@code order-versions} without a changelog (Kafka then gives subtopology 0's tasks no standby). */
     public static KStream<String, String> build(StreamsBuilder builder, String ordersTopic, String totalsTopic,
                                                 Consumer<String> beforeProcessing, boolean orderStoreLogged) {
+        return build(builder, ordersTopic, totalsTopic, beforeProcessing, orderStoreLogged, 0);
+    }
+
+    /**
+     * As {@link #build(StreamsBuilder, String, String, Consumer, boolean)}; {@code repartitionPartitions > 0}
+     * fixes the repartition topic's partitions (0: as many as the orders topic has). Fixed, and with
+     * {@code order-versions} unlogged, the orders topic can gain partitions while the app runs: subtopology 0
+     * gains tasks, while each customer's total stays in its task (Kafka Streams refuses to run when an internal
+     * topic it sized from the input no longer matches it).
+     */
+    public static KStream<String, String> build(StreamsBuilder builder, String ordersTopic, String totalsTopic,
+                                                Consumer<String> beforeProcessing, boolean orderStoreLogged,
+                                                int repartitionPartitions) {
+        Repartitioned<String, String> repartitioned =
+            Repartitioned.with(Serdes.String(), Serdes.String()).withName(REPARTITION);
         StoreBuilder<KeyValueStore<String, Long>> orders = Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore(ORDER_STORE), Serdes.String(), Serdes.Long());
         builder.addStateStore(orderStoreLogged ? orders : orders.withLoggingDisabled());
         KStream<String, String> totals = builder.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()))
             .processValues(() -> new OrderVersions(beforeProcessing), ORDER_STORE)
             .selectKey((order, value) -> value.substring(0, value.indexOf(':')))
-            .repartition(Repartitioned.with(Serdes.String(), Serdes.String()).withName(REPARTITION))
+            .repartition(repartitionPartitions > 0
+                ? repartitioned.withNumberOfPartitions(repartitionPartitions) : repartitioned)
             .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
             .aggregate(() -> "0,0", (customer, order, total) -> add(total, order),
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(TOTALS_STORE)

@@ -24,8 +24,9 @@ import org.slf4j.LoggerFactory;
  * property as {@code STREAMS_<NAME>} ({@code STREAMS_NUM_STREAM_THREADS=2} is {@code num.stream.threads=2}),
  * {@code SMOOTHSCALE_BRIDGE=off} to run with Kafka's own assignor (the head-to-head's baseline), or
  * {@code SMOOTHSCALE_BRIDGE=properties} to run {@link PlainOrdersApp}, which adopts smoothscale by its settings
- * alone (the code API is this class's default), and {@code ORDER_STORE_LOGGING=off} to keep
- * {@code order-versions} without a changelog. Tests
+ * alone (the code API is this class's default), {@code ORDER_STORE_LOGGING=off} to keep
+ * {@code order-versions} without a changelog, and {@code REPARTITION_PARTITIONS=N} to fix the repartition
+ * topic's partitions (with the unlogged store: input partitions can be added while the app runs). Tests
  * may make it misbehave ({@link Faults}: a slow record, an exception, the uncaught exception handler's response).
  */
 public final class OrdersApp {
@@ -36,11 +37,14 @@ public final class OrdersApp {
     /**
      * The topology; {@code orderStoreLogged=false} disables logging on {@code order-versions} (env
      * {@code ORDER_STORE_LOGGING=off}): subtopology 0 keeps its state without a changelog, so Kafka gives its
-     * tasks no standby (what the operator must plan for when a written topology calls it stateful).
+     * tasks no standby (what the operator must plan for when a written topology calls it stateful);
+     * {@code repartitionPartitions > 0} (env {@code REPARTITION_PARTITIONS}) fixes the repartition topic's size.
      */
-    static Topology topology(String ordersTopic, String totalsTopic, Faults faults, boolean orderStoreLogged) {
+    static Topology topology(String ordersTopic, String totalsTopic, Faults faults, boolean orderStoreLogged,
+                             int repartitionPartitions) {
         StreamsBuilder builder = new StreamsBuilder();
-        OrdersTopology.build(builder, ordersTopic, totalsTopic, faults::beforeProcessing, orderStoreLogged);
+        OrdersTopology.build(builder, ordersTopic, totalsTopic, faults::beforeProcessing, orderStoreLogged,
+            repartitionPartitions);
         return builder.build();
     }
 
@@ -92,7 +96,8 @@ public final class OrdersApp {
             return;
         }
         Topology topology = topology(env.getOrDefault("ORDERS_TOPIC", "orders"), env.getOrDefault("TOTALS_TOPIC", "customer-totals"),
-            Faults.fromEnvironment(env), !"off".equals(env.get("ORDER_STORE_LOGGING")));
+            Faults.fromEnvironment(env), !"off".equals(env.get("ORDER_STORE_LOGGING")),
+            Integer.parseInt(env.getOrDefault("REPARTITION_PARTITIONS", "0")));
         StreamThreadExceptionResponse response = Faults.exceptionResponse(env);
         Properties props = properties(env);
         boolean bridged = !"off".equals(env.get("SMOOTHSCALE_BRIDGE"));
