@@ -33,7 +33,7 @@ from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import create_sample_topics
-from smoothscale.sandbox.streams_chaos import KINDS, PARTITIONS, ChaosTimes, draw, run_chaos
+from smoothscale.sandbox.streams_chaos import KINDS, PARTITIONS, REPLICATION, ChaosTimes, draw, run_chaos
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         # The kubelet stand-in's and the clients' complaints while the API server is down go to a file.
         logging.basicConfig(filename=root / "benchmark.log", level=logging.WARNING)
         with KafkaCluster(root / "kafka", root / "kafka-logs", brokers=3) as cluster:
-            topics = create_sample_topics(cluster.bootstrap_servers, f"chaos{args.seed}", PARTITIONS)
+            topics = create_sample_topics(
+                cluster.bootstrap_servers, f"chaos{args.seed}", PARTITIONS, REPLICATION
+            )
             with Sandbox(
                 root / "sandbox",
                 kafka_bootstrap=cluster.bootstrap_servers,

@@ -352,18 +352,21 @@ class StreamsGroupWatch:
             self._process.wait(10)
 
 
-def create_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
+def create_topics(bootstrap: str, partitions: Mapping[str, int], replication: int = 1) -> None:
     client = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    futures = client.create_topics([NewTopic(name, count, 1) for name, count in partitions.items()])
+    futures = client.create_topics([NewTopic(name, count, replication) for name, count in partitions.items()])
     for future in futures.values():
         future.result(timeout=30)
 
 
-def create_sample_topics(bootstrap: str, suffix: str, partitions: int) -> tuple[str, str]:
+def create_sample_topics(
+    bootstrap: str, suffix: str, partitions: int, replication: int = 1
+) -> tuple[str, str]:
     """The sample app's input and output topics for one run (`orders-<suffix>`, `totals-<suffix>`), created
-    with `partitions` each: the names its `ORDERS_TOPIC` and `TOTALS_TOPIC` take."""
+    with `partitions` each (and `replication` replicas): the names its `ORDERS_TOPIC` and `TOTALS_TOPIC`
+    take."""
     orders, totals = f"orders-{suffix}", f"totals-{suffix}"
-    create_topics(bootstrap, {orders: partitions, totals: partitions})
+    create_topics(bootstrap, {orders: partitions, totals: partitions}, replication)
     return orders, totals
 
 

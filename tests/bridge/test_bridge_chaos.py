@@ -15,7 +15,7 @@ from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import create_sample_topics, order_value, produce_orders, read_whole
-from smoothscale.sandbox.streams_chaos import PARTITIONS, ChaosTimes, run_chaos
+from smoothscale.sandbox.streams_chaos import PARTITIONS, REPLICATION, ChaosTimes, run_chaos
 
 # With a third fault (a lost volume) it took 5 minutes on 2 cores under a load average of 50.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -27,7 +27,7 @@ def test_the_app_rides_out_its_leader_cut_off_from_the_api_server_and_an_api_ser
     kafka_racks: KafkaCluster, tmp_path: Path
 ) -> None:
     suffix = tmp_path.name[-12:].replace("_", "-").strip("-")
-    topics = create_sample_topics(kafka_racks.bootstrap_servers, suffix, PARTITIONS)
+    topics = create_sample_topics(kafka_racks.bootstrap_servers, suffix, PARTITIONS, REPLICATION)
     with Sandbox(
         tmp_path / "sandbox",
         kafka_bootstrap=kafka_racks.bootstrap_servers,

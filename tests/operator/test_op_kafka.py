@@ -6,6 +6,7 @@ broker-side assignor."""
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -175,13 +176,18 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
         wait_for(
             lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="login"
         )
-        reasons = [(kind, reason) for kind, reason, _ in kube.events()]
+        events = kube.events()
     assert missing["reason"] == "KafkaCredentialsInvalid"
     assert missing["message"] == f"Secret {NAMESPACE}/orders-kafka (spec.kafka.secretRef) does not exist"
     assert f"refused the login as user '{USER}' (PLAIN)" in refused["message"]
     assert PASSWORD not in refused["message"] and "wrong-password" not in refused["message"]
-    assert reasons.count(("Warning", "KafkaUnavailable")) == 2
-    assert ("Normal", "KafkaAvailable") in reasons
+    # One Warning per cause, never one per round: on a loaded machine a login may also time out once, a
+    # third cause with its own Event, but an unchanged cause is never announced twice in a row.
+    warned = [text for kind, reason, text in events if (kind, reason) == ("Warning", "KafkaUnavailable")]
+    assert any(message == missing["message"] for message in warned), warned
+    assert any("refused the login" in message for message in warned), warned
+    assert all(one != next_one for one, next_one in itertools.pairwise(warned)), warned
+    assert any((kind, reason) == ("Normal", "KafkaAvailable") for kind, reason, _ in events)
 
 
 def test_tls_trusts_the_ca_of_the_secret_and_names_a_certificate_it_cannot_verify(
