@@ -106,14 +106,14 @@ def plan_pod_set(given: PodSetInput) -> PodSetPlan:
     running = [p for p in live if not p.stopped]
 
     since = {p.name: leaving_since(p) or given.now for p in running if p.is_leaving}
-    retire = _retirements(given, [p for p in running if p.is_leaving], since)
-    retired = {r.pod for r in retire}
-
-    leaving = [p for p in running if p.is_leaving and p.name not in retired]
     staying = [p for p in running if not p.is_leaving]
-    unmark = _taken_back(given, leaving, len(staying), since)
-    staying += [p for p in leaving if p.name in unmark]
-    leaving = [p for p in leaving if p.name not in unmark]
+    # Taken back before retiring: a drained pod that a later `replicas` wants again stays, rather than being
+    # deleted in the round that also creates a pod to replace it (which could not reuse its name).
+    unmark = _taken_back(given, [p for p in running if p.is_leaving], len(staying), since)
+    staying += [p for p in running if p.name in unmark]
+    retire = _retirements(given, [p for p in running if p.is_leaving and p.name not in unmark], since)
+    retired = {r.pod for r in retire}
+    leaving = [p for p in running if p.is_leaving and p.name not in retired and p.name not in unmark]
 
     stamp = tuple(p.name for p in leaving if leaving_since(p) is None)
     marks = _marks(given, staying)

@@ -31,7 +31,8 @@ def test_kopf_run_with_the_entry_module_runs_the_operator_from_environment_setti
     command = [KOPF, "run", "-m", "smoothscale.operator.entry", "--standalone", "-A"]
     with operator_process(command, tmp_path / "operator.log", env=env) as process:
         kube.apply(streamsapp(replicas=2, partitions=4))
-        wait_for(lambda: balanced(kube.publication(), 2, 4), timeout=30, what="balance")
+        # A cold operator process (kopf, OR-Tools, a first solve) may take most of a minute under load.
+        wait_for(lambda: balanced(kube.publication(), 2, 4), timeout=90, what="balance")
         os.kill(process.pid, signal.SIGTERM)
         assert process.wait(timeout=15) == 0, (tmp_path / "operator.log").read_text()[-2000:]
     assert (tmp_path / "journal.jsonl").read_text().count('"kind":"publication"') >= 1

@@ -6,6 +6,7 @@ broker-side assignor."""
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -175,13 +176,18 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
         wait_for(
             lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="login"
         )
-        reasons = [(kind, reason) for kind, reason, _ in kube.events()]
+        events = kube.events()
     assert missing["reason"] == "KafkaCredentialsInvalid"
     assert missing["message"] == f"Secret {NAMESPACE}/orders-kafka (spec.kafka.secretRef) does not exist"
     assert f"refused the login as user '{USER}' (PLAIN)" in refused["message"]
     assert PASSWORD not in refused["message"] and "wrong-password" not in refused["message"]
-    assert reasons.count(("Warning", "KafkaUnavailable")) == 2
-    assert ("Normal", "KafkaAvailable") in reasons
+    # One Warning per cause, never one per round: on a loaded machine a login may also time out once, a
+    # third cause with its own Event, but an unchanged cause is never announced twice in a row.
+    warned = [text for kind, reason, text in events if (kind, reason) == ("Warning", "KafkaUnavailable")]
+    assert any(message == missing["message"] for message in warned), warned
+    assert any("refused the login" in message for message in warned), warned
+    assert all(one != next_one for one, next_one in itertools.pairwise(warned)), warned
+    assert any((kind, reason) == ("Normal", "KafkaAvailable") for kind, reason, _ in events)
 
 
 def test_tls_trusts_the_ca_of_the_secret_and_names_a_certificate_it_cannot_verify(
@@ -233,7 +239,7 @@ def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
 
 
 def test_a_streams_protocol_app_on_brokers_without_the_plugin_is_told_what_to_install(
-    kafka_broker: KafkaCluster,
+    kafka_racks: KafkaCluster,
     plugin_kafka: KafkaCluster,
     kube: Kubectl,
     fake: MemoryRuntime,
@@ -243,7 +249,7 @@ def test_a_streams_protocol_app_on_brokers_without_the_plugin_is_told_what_to_in
         return kube.condition("StreamsAssignorMissing")
 
     with run_operator():
-        kube.apply(kafka_app(kafka_broker.bootstrap_servers, groupProtocol="streams"))
+        kube.apply(kafka_app(kafka_racks.bootstrap_servers, groupProtocol="streams"))
         lacking = wait_for(
             lambda: missing().get("status") == "True" and missing(), timeout=30, what="StreamsAssignorMissing"
         )
@@ -256,7 +262,8 @@ def test_a_streams_protocol_app_on_brokers_without_the_plugin_is_told_what_to_in
         )
         loaded = missing()
         reasons = [(kind, reason) for kind, reason, _ in kube.events()]
-    assert "broker(s) 1 (group.streams.assignors=sticky)" in lacking["message"]
+    assert "broker(s) 1 (group.streams.assignors=sticky), 2 (" in lacking["message"], "every broker is read"
+    assert ", 3 (group.streams.assignors=sticky) do not load" in lacking["message"]
     assert "io.smoothscale.broker.SmoothscaleTaskAssignor" in lacking["message"]
     assert "Installing the plugin" in lacking["message"] and "roll the brokers" in lacking["message"]
     assert warned == [lacking["message"]]

@@ -124,6 +124,16 @@ def test_raising_replicas_again_takes_back_the_pods_marked_last() -> None:
     assert not plan.create
 
 
+def test_raising_replicas_again_takes_back_a_drained_pod_instead_of_replacing_it() -> None:
+    """6 -> 4 -> 5 before the scale-down's pods were deleted: orders-4 (drained, nothing left to hand over)
+    stays as the fifth pod; no orders-6 is created beside it while it is being deleted."""
+    current = [*pods(0, 1, 2, 3), *pods(4, 5, leaving=EARLIER, reason="ScaleDown")]
+    plan = decide(current, 5, holding=[f"orders-{i}" for i in range(4)])
+    assert plan.unmark_leaving == ("orders-4",)
+    assert [r.pod for r in plan.retire] == ["orders-5"]
+    assert not plan.create
+
+
 def test_swap_surges_new_pods_and_retires_old_ones_only_behind_ready_new_ones() -> None:
     old = pods(0, 1, 2, revision="old")
     assert decide(old, 3).create == (3, 4, 5)
