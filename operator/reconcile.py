@@ -187,7 +187,8 @@ class AppReconciler:
         if read is None or read.published is None or now - read.at >= self.recheck:
             read = self.configmap = await self._load(now)
         working = core_round.working_spec(self.memory, spec)
-        self.report.post(self.kafka.poll(core_round.kafka_topology(self.memory, spec, self.app.name)))
+        topology = core_round.kafka_topology(self.memory, spec, self.app.name)
+        self.report.post(self.kafka.poll(topology, self.publication))
         facts = self.kafka.facts
         urls: dict[str, str] = {}
         results: Mapping[str, ScrapeResult] = {}

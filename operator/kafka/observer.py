@@ -37,6 +37,7 @@ class _Request:
     kafka: KafkaSpec
     spec: StreamsAppSpec
     started: datetime
+    published: Publication | None
 
 
 class KafkaObserver:
@@ -59,8 +60,10 @@ class KafkaObserver:
         """`spec.kafka` is set and no read has finished yet: the first plan waits for it."""
         return self._kafka is not None and not self.read_once
 
-    def poll(self, spec: StreamsAppSpec | None) -> list[AppEvent]:
-        """Collect a finished read, start the next one when due; returns the Events to post. Never waits."""
+    def poll(self, spec: StreamsAppSpec | None, published: Publication | None = None) -> list[AppEvent]:
+        """Collect a finished read, start the next one when due; returns the Events to post. Never waits.
+        `published`: the plan in force (an app on the streams protocol: the read checks the group's target
+        assignment against it)."""
         events = self._collect()
         kafka = spec.kafka if spec is not None else None
         if kafka != self._kafka:
@@ -74,7 +77,7 @@ class KafkaObserver:
         now = self._clock()
         if self._next_read is None or now >= self._next_read:
             self._next_read = now + timedelta(seconds=parse_duration(kafka.refresh_interval))
-            self._task = asyncio.create_task(self._read(_Request(kafka, spec, now)))
+            self._task = asyncio.create_task(self._read(_Request(kafka, spec, now, published)))
         return events
 
     def close(self) -> None:
@@ -132,6 +135,7 @@ class KafkaObserver:
             timeout=timeout,
             now=request.started,
             streams_protocol=kafka.group_protocol is GroupProtocol.STREAMS,
+            published=request.published,
         )
         try:
             view = await asyncio.wait_for(read, timeout * _CALLS_PER_READ + 5)

@@ -27,11 +27,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
+from smoothscale.contract.publication import Publication
 from smoothscale.contract.streams_protocol import ASSIGNOR_NAME, ASSIGNOR_NAME_CONFIG, BROKER_ASSIGNORS_CONFIG
 
 from ..control.streamsassignor import loads_plugin
 from .groupviews import read_group_view
 from .plans import request_assignment
+from .streamsgroup import targets
 from .view import ClusterView, GroupMemberView, GroupView, changelog_store
 
 _AUTHENTICATION = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
@@ -65,10 +67,12 @@ def read_cluster(
     timeout: float,
     now: datetime,
     streams_protocol: bool = False,
+    published: Publication | None = None,
 ) -> ClusterView:
     """Brokers and racks, the input topics' replicas, the changelogs' end offsets and the group. For an app
     on `group.protocol=streams` (`streams_protocol`) the group is the streams group as the broker plugin
-    published it (`groupviews`), with every broker's `group.streams.assignors`."""
+    published it (`groupviews`), with every broker's `group.streams.assignors`; when the group's target
+    assignment is not the `published` plan, the coordinator is asked for a new one (`targets`)."""
     errors: list[KafkaError] = []
     settings: dict[str, Any] = {
         **config,
@@ -89,9 +93,12 @@ def read_cluster(
             group = None
             if assignors and all(loads_plugin(value) for value in assignors.values()):
                 group = read_group_view(config, application_id, timeout=timeout)
-                if group is None or (now - group.published_at).total_seconds() > STALE_GROUP_VIEW:
-                    # no broker publishes the group's view: opt the group in and ask for an assignment,
-                    # which the plugin (falling back while it has no plan) answers by publishing the view
+                stale = group is None or (now - group.published_at).total_seconds() > STALE_GROUP_VIEW
+                if group is None or stale or (published is not None and not targets(group.view, published)):
+                    # no broker publishes the group's view (opt the group in and ask for an assignment,
+                    # which the plugin, falling back while it has no plan, answers by publishing the view),
+                    # or the coordinator's target is not the plan: its assignor answered before its plan
+                    # reader had the plan (seen 5 s late on a loaded broker), or a pod was not in the group
                     opt_in = {ASSIGNOR_NAME_CONFIG: ASSIGNOR_NAME}
                     request_assignment(admin, application_id, extra=opt_in, timeout=timeout)
             view = replace(view, streams_assignors=assignors, streams_group=group)

@@ -171,3 +171,18 @@ def pod_results(
         )
         for pod, members in pods(view).items()
     }
+
+
+def targets(view: Mapping[str, Any] | None, plan: Publication) -> bool:
+    """Whether the coordinator's target assignment of the group is `plan` (nothing planned yet: nothing to
+    compare): every pod's members are to run exactly its part (a warmup is a standby there)."""
+    if view is None or plan.generation == 0:
+        return True
+    targeted = {
+        pod: [{"assignment": member["targetAssignment"]} for member in members]
+        for pod, members in pods(view).items()
+    }
+    given = {pod for pod, roles in plan.assignment.items() if roles.active or roles.standby or roles.warmup}
+    return given <= set(targeted) and all(
+        runs_plan(members, plan.assignment.get(pod)) for pod, members in targeted.items()
+    )

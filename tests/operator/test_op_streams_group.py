@@ -120,3 +120,30 @@ def test_an_end_offset_not_known_yet_makes_no_copy_caught_up() -> None:
     view = {**TOPOLOGY_VIEW, "members": [copy]}
     results = streamsgroup.pod_results(view, Publication(generation=1), {}, {"1_2": 5})
     assert results["pod-5"].lags == {"1_2": 2}
+
+
+def test_a_target_assignment_other_than_the_plan_is_noticed() -> None:
+    """The operator asks the coordinator again when its target is not the plan (the plugin answered before
+    its plan reader had the plan): the target is compared, a warmup being a standby there."""
+    view = {
+        **TOPOLOGY_VIEW,
+        "members": [
+            {**m, "targetAssignment": m["assignment"]}
+            for m in TOPOLOGY_VIEW["members"]  # what runs now
+        ],
+    }
+    runs = Publication(
+        generation=3,
+        assignment={
+            "pod-0": ClientAssignment(active=["0_0", "1_1"], warmup=["1_0"]),
+            "pod-1": ClientAssignment(active=["0_1", "1_0"]),
+        },
+    )
+    assert streamsgroup.targets(view, runs)
+    one_less = ClientAssignment(active=["0_1"])
+    moved = Publication(generation=4, assignment={**runs.assignment, "pod-1": one_less})
+    assert not streamsgroup.targets(view, moved)
+    absent = ClientAssignment(active=["1_0"])
+    elsewhere = Publication(generation=4, assignment={**runs.assignment, "pod-9": absent})
+    assert not streamsgroup.targets(view, elsewhere), "a pod the plan names is not in the group"
+    assert streamsgroup.targets(view, Publication(generation=0)), "nothing planned yet"
