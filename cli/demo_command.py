@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     help="Run on a real node instead (root only): the control plane from --kube-bin, containerd, runc and "
     "a kubelet from this folder (the one `bash tools/node/build.sh` prints, built once), the operator "
     "installed with `helm install` of --chart, the sample worker's pods in containers: 3 pods, 6, 3, a "
-    "container killed, a pod deleted with a grace period (docs/real-node.md).",
+    "swap to a new pod template, a container killed, a pod deleted with a grace period (docs/real-node.md).",
 )
 @click.option(
     "--node-images",

@@ -19,6 +19,10 @@ BUILT_IN_ASSIGNOR: Final = "sticky"
 
 PLANS_TOPIC: Final = "smoothscale-plans"
 """The compacted topic of plans: key the app's application id, value the publication's gzip'd JSON."""
+GROUPS_TOPIC: Final = "smoothscale-groups"
+"""The compacted topic where the plugin publishes Kafka's view of each group it assigns
+(`describeStreamsGroups`, which no Python client has): key the application id, value
+`{"publishedMs": ..., "view": ...}` as JSON."""
 PLANS_BOOTSTRAP_PROPERTY: Final = "smoothscale.plans.bootstrap.servers"
 """The broker JVM's system property naming the cluster that holds the plan topic."""
 
@@ -30,5 +34,8 @@ POD_TAG: Final = "smoothscale.pod"
 ASSIGNOR_NAME_CONFIG: Final = "streams.assignor.name"
 """Group config choosing a streams group's assignor."""
 TRIGGER_CONFIG: Final = "streams.rack.aware.assignment.tags"
-"""Group config the operator flips to make the coordinator compute a new assignment (docs/streams-protocol.md:
-in Kafka 4.4 a change of a group's assignment configurations is the one way to ask for one from outside)."""
+"""Group config the operator changes to make the coordinator compute a new assignment
+(docs/streams-protocol.md: in Kafka 4.4 a change of a group's assignment configurations is the one way to
+ask for one from outside)."""
+TRIGGER_PREFIX: Final = "smoothscale.request."
+"""What makes each value of `TRIGGER_CONFIG` new: `<POD_TAG>,smoothscale.request.<request>`."""

@@ -86,6 +86,12 @@ class OperatorConfig(BaseModel):
         description="Seconds between re-reads of each assignment ConfigMap (a deleted one is rebuilt "
         "behind a barrier).",
     )
+    pods_recheck: float = Field(
+        30.0,
+        ge=0.1,
+        description="Seconds an app's pods as last listed may be reused while no watch event about them "
+        "arrives (and the operator changed none of them); then they are listed again.",
+    )
     api_timeout: float = Field(30.0, gt=0.0, description="Seconds to wait for one request to the API server.")
     metrics_host: str = Field("0.0.0.0", description="Address the operator's /metrics listens on.")
     metrics_port: Annotated[int | None, BeforeValidator(_optional_port)] = Field(

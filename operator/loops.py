@@ -18,6 +18,8 @@ class AppLoop(Protocol):
 
     def trigger(self) -> None: ...
 
+    def pods_changed(self) -> None: ...
+
 
 class AppRegistry:
     """The running app loops of one operator, so that pod events can wake the loop of their app."""
@@ -38,6 +40,12 @@ class AppRegistry:
         runtime = self._apps.get((namespace, name))
         if runtime is not None:
             runtime.trigger()
+
+    def pods_changed(self, namespace: str, name: str) -> None:
+        """A watch event about one of the app's pods: its loop lists them again and reconciles soon."""
+        runtime = self._apps.get((namespace, name))
+        if runtime is not None:
+            runtime.pods_changed()
 
     def __len__(self) -> int:
         return len(self._apps)

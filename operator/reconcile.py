@@ -1,8 +1,10 @@
 """One reconciliation of one app: observe, step, act, report.
 
-1. observe: the spec, the app's pods (listed from the API server, never a cache: a pod missing from a cache
-   is not a pod that is gone), the nodes' zones, every running pod's metrics, Kafka's facts, and the
-   publication in force (re-read after a restart, a conflicting write, and every `assignment_recheck`);
+1. observe: the spec, the app's pods (listed from the API server, never from a watch cache: a pod missing
+   from a cache is not a pod that is gone; the last list is reused while no watch event about the app's pods
+   has arrived since it was sent and the operator has changed none of them, for at most `pods_recheck`), the
+   nodes' zones, every running pod's metrics, Kafka's facts, and the publication in force (re-read after a
+   restart, a conflicting write, and every `assignment_recheck`);
 2. step: `control.round.step` decides everything (pod set, planning, the next generation, status, Events,
    journal records) from that observation and the app's one memory value, and returns the next memory; the
    planner runs in a thread, so the event loop goes on serving the other apps;
@@ -18,8 +20,8 @@ old pod stopped it, not at the next round.
 What the reconciler keeps between rounds: the app's one memory value (`control.round.RoundMemory`, every
 decision's state, replaced by each step, poll and publication), and what the API server holds, as last read
 (`ConfigMapRead`: the publication in force with its resourceVersion, or why it is unreadable; a cache of I/O
-that decides nothing: the step is given what it holds), and the parse of the spec as last read (`_SpecRead`,
-a cache of `load_spec`).
+that decides nothing: the step is given what it holds), the parse of the spec as last read (`_SpecRead`,
+a cache of `load_spec`), and the pods as last listed (`_PodsRead`).
 """
 
 from __future__ import annotations
@@ -41,18 +43,19 @@ from .appref import AppRef
 from .context import OperatorContext
 from .control import names
 from .control import round as core_round
-from .control.observed import PodMetrics
+from .control.observed import PodMetrics, ScrapeResult
 from .control.pods import PodInfo, pod_info
 from .control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
 from .control.round import Observation as Observed
 from .control.status import Problem
+from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
-from .resource import InvalidSpecError, StreamsAppSpec, load_spec
+from .resource import GroupProtocol, InvalidSpecError, StreamsAppSpec, load_spec
 from .scrape import metrics_url
 
 
@@ -97,6 +100,16 @@ class _SpecRead:
     revision: str
 
 
+@dataclass(frozen=True)
+class _PodsRead:
+    """The app's pods as last listed, how many watch events about them had arrived when the list was sent,
+    and when."""
+
+    pods: tuple[PodInfo, ...]
+    events: int
+    at: datetime
+
+
 class AppReconciler:
     def __init__(self, app: AppRef, context: OperatorContext) -> None:
         self.app = app
@@ -107,8 +120,11 @@ class AppReconciler:
         self.config = RoundConfig(startup_grace=context.config.startup_grace)
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
+        self.pods_recheck = timedelta(seconds=context.config.pods_recheck)
         self.configmap: ConfigMapRead | None = None
         self._spec_read: _SpecRead | None = None
+        self._pod_events = 0
+        self._pods_read: _PodsRead | None = None
 
     @property
     def published(self) -> Published | None:
@@ -145,7 +161,12 @@ class AppReconciler:
         decisions, memory = core_round.step(self.memory, observed, self.config, lambda _: plan)
         return decisions, memory, duration
 
+    def pods_changed(self) -> None:
+        """A watch event about one of the app's pods (kopf's `pod_changed`): the next round lists them."""
+        self._pod_events += 1
+
     def failed(self) -> None:
+        self._pods_read = None  # a round cut short may have changed pods: list them again
         self.report.failed()
 
     def next_probe(self) -> datetime | None:
@@ -161,18 +182,27 @@ class AppReconciler:
     async def _observe(self, seen: Observation) -> Observed:
         now = self.ctx.clock()
         spec, problems, revision = self._read_spec(seen.body.get("spec") or {})
-        pods = await self._list_pods()
+        pods = await self._pods(now)
         read = self.configmap
         if read is None or read.published is None or now - read.at >= self.recheck:
             read = self.configmap = await self._load(now)
         working = core_round.working_spec(self.memory, spec)
-        self.report.post(self.kafka.poll(core_round.kafka_topology(self.memory, spec, self.app.name)))
-        urls = _metrics_urls(pods, working) if working is not None else {}
-        results = (
-            await self.ctx.scraper.scrape_all(urls, working.metrics.names) if working is not None else {}
-        )
-        status = seen.body.get("status") or {}
+        topology = core_round.kafka_topology(self.memory, spec, self.app.name)
+        self.report.post(self.kafka.poll(topology, self.publication))
         facts = self.kafka.facts
+        urls: dict[str, str] = {}
+        results: Mapping[str, ScrapeResult] = {}
+        if working is not None and _on_streams_protocol(working):
+            # the group coordinator knows what the pods would report: read from Kafka, no pod is scraped
+            group = facts.streams_group
+            if group is not None and group.view is not None:
+                results = streamsgroup.pod_results(
+                    group.view, self.publication, facts.partitions, facts.changelog_offsets
+                )
+        elif working is not None:
+            urls = _metrics_urls(pods, working)
+            results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)
+        status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observed(
             now=now,
@@ -215,13 +245,28 @@ class AppReconciler:
         self._spec_read = _SpecRead(copy.deepcopy(raw), spec, problems, revision)
         return spec, problems, revision
 
-    async def _list_pods(self) -> list[PodInfo]:
-        """The app's pods, read from the API server every round, never from a cache.
+    async def _pods(self, now: datetime) -> list[PodInfo]:
+        """The app's pods: the last list while it is still current, else a new one.
 
         The hand-over lets a task start elsewhere without waiting when its old owner is gone, so "gone" must
-        be a fact: a watch cache (kopf's index) can miss pods, e.g. the ones created while this replica was
-        paused by peering, and a pod missing from it is not a pod that has stopped.
+        be a fact: the pods always come from a list of the API server, never from a watch cache (kopf's index
+        can miss pods, e.g. the ones created while this replica was paused by peering, and a pod missing from
+        it is not a pod that has stopped). A list stays current while no watch event about the app's pods has
+        arrived since it was sent (kopf's `pod_changed` counts them: a pod created, changed or deleted by
+        anyone sends one) and the operator has changed none of them (`_act` forgets it first), for at most
+        `pods_recheck` (a watch that broke unnoticed delays what it missed by that much, no more). A steady
+        app's rounds then list nothing: listing every round was a fifth of a steady operator's CPU.
         """
+        read = self._pods_read
+        if read is not None and read.events == self._pod_events and now - read.at < self.pods_recheck:
+            return list(read.pods)
+        events = self._pod_events  # an event arriving while the list is under way: listed again next round
+        pods = await self._list_pods()
+        self._pods_read = _PodsRead(tuple(pods), events, now)
+        return pods
+
+    async def _list_pods(self) -> list[PodInfo]:
+        """The app's pods, as the API server lists them now."""
         selector = f"{names.APP_LABEL}={self.app.name},{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
         listed = await self.ctx.api.get(core_path(self.app.namespace, "pods"), {"labelSelector": selector})
         pods = (pod_info(item) for item in listed.get("items") or [])
@@ -254,6 +299,7 @@ class AppReconciler:
     async def _act(self, observed: Observed, decisions: Decisions) -> None:
         spec = observed.spec
         if spec is not None and decisions.pod_set is not None and not decisions.pod_set.empty:
+            self._pods_read = None  # the next round lists the pods these actions change
             await self.actions.apply(decisions.pod_set, spec, observed.revision, observed.now)
         if decisions.publish is not None:
             await self._publish(decisions.publish)
@@ -294,6 +340,11 @@ class AppReconciler:
         read = self.configmap
         if read is None or read.published is None:
             return
+        spec = self.memory.last_good
+        if spec is not None and spec.kafka is not None and _on_streams_protocol(spec):
+            # the brokers' plugin follows the plan topic; the ConfigMap stays the operator's record of the
+            # publication in force (a restarted operator reads it back), written once the brokers have it
+            await self.kafka.hand_over(spec.kafka, candidate)
         try:
             self.configmap = replace(
                 read, published=await publish(self.ctx.api, self.app, read.published, candidate)
@@ -304,6 +355,11 @@ class AppReconciler:
             raise
         self.memory = core_round.after_publishing(self.memory, self.ctx.clock())
         self.report.publication(read.published.publication, candidate, self.memory.desired or {})
+
+
+def _on_streams_protocol(spec: StreamsAppSpec) -> bool:
+    """The app runs `group.protocol=streams`: Kafka's group coordinator assigns its tasks (KIP-1071)."""
+    return spec.kafka is not None and spec.kafka.group_protocol is GroupProtocol.STREAMS
 
 
 def _metrics_urls(pods: Sequence[PodInfo], spec: StreamsAppSpec) -> dict[str, str]:

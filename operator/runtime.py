@@ -42,6 +42,11 @@ class AppRuntime:
         """Something relevant changed: reconcile soon (after the debounce)."""
         self._wake.set()
 
+    def pods_changed(self) -> None:
+        """A watch event about one of the app's pods: the next round lists them again, soon."""
+        self.reconciler.pods_changed()
+        self.trigger()
+
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()

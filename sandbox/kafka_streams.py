@@ -58,6 +58,36 @@ def sample_jar() -> Path:
     return _bridge_jar(SAMPLE_JAR)
 
 
+STREAMS_PROTOCOL_CLIENT = "4.4.0"
+"""The Kafka Streams client a sample pod on the streams protocol runs: Kafka Streams 4.3 sends no task offsets
+in its heartbeats (its StreamsGroupHeartbeat is version 0), so the group coordinator, the plugin and the
+operator would see no member's lag and no warmup would ever count as caught up; 4.4's does."""
+
+
+def streams_protocol_app() -> AppProcess:
+    """The sample app with Kafka Streams and Kafka's client of `STREAMS_PROTOCOL_CLIENT` ahead of its own
+    (4.3.1, inside its jar) on the class path: what a sandbox pod on the streams protocol runs."""
+    cache = jars.cache_root() / f"kafka-streams-{STREAMS_PROTOCOL_CLIENT}"
+    wanted = [cache / f"{name}-{STREAMS_PROTOCOL_CLIENT}.jar" for name in ("kafka-streams", "kafka-clients")]
+    for jar in wanted:
+        if not jar.is_file():
+            artifact = f"org.apache.kafka:{jar.name.removesuffix(f'-{STREAMS_PROTOCOL_CLIENT}.jar')}"
+            subprocess.run(
+                [
+                    "mvn",
+                    "-B",
+                    "-q",
+                    "dependency:copy",
+                    f"-Dartifact={artifact}:{STREAMS_PROTOCOL_CLIENT}",
+                    f"-DoutputDirectory={cache}",
+                ],
+                check=True,
+                stdin=subprocess.DEVNULL,
+                cwd=cache.parent,
+            )
+    return AppProcess((*wanted, sample_jar()), "io.smoothscale.sample.OrdersApp")
+
+
 def spring_sample_jar() -> Path:
     """The Spring Boot sample's jar (`bridge/spring-boot-app`: the same topology, adopting smoothscale through
     its `application.properties` alone), built like `sample_jar`."""

@@ -27,6 +27,8 @@ class AppSettings:
     stateless_subtopologies: frozenset[str] = frozenset()
     runtime: str = "ClientLibrary"
     """`spec.runtime`: what the pod's process is (the sample worker, or a Kafka Streams app)."""
+    streams_protocol: bool = False
+    """`spec.kafka.groupProtocol: streams`: the app follows the brokers' assignment, not the ConfigMap."""
 
 
 def app_settings(streamsapp: Body | None) -> AppSettings:
@@ -41,6 +43,7 @@ def app_settings(streamsapp: Body | None) -> AppSettings:
             str(sub["name"]) for sub in subtopologies if sub.get("stateful", True) is False and "name" in sub
         ),
         runtime=str(spec.get("runtime") or "ClientLibrary"),
+        streams_protocol=(spec.get("kafka") or {}).get("groupProtocol") == "streams",
     )
 
 

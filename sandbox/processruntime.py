@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from smoothscale.contract import names as contract
 
@@ -105,6 +106,7 @@ class ProcessRuntime:
         launch.state_dir.mkdir(parents=True, exist_ok=True)
         launch.log.parent.mkdir(parents=True, exist_ok=True)
         with launch.log.open("ab") as output:
+            log_start = output.tell()  # a restart appends: only what this process writes counts
             process = subprocess.Popen(
                 list(command.argv),
                 env=dict(command.env),
@@ -113,19 +115,27 @@ class ProcessRuntime:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        return ProcessContainer(process, launch)
+        return ProcessContainer(process, launch, log_start)
+
+
+STREAMS_RUNNING: Final = b"State transition from REBALANCING to RUNNING"
+"""What Kafka Streams logs once it runs the tasks its group gave it."""
 
 
 class ProcessContainer:
     """A process as a `Container`: ready once its metrics endpoint reports the generation it applied (the pod
-    then follows its assignment), and trusted from then on."""
+    then follows its assignment), and trusted from then on. A Kafka Streams app on the streams protocol
+    follows the brokers' assignment, not the operator's ConfigMap, and serves no metrics: ready once it logs
+    that it runs (what a readiness probe on its state would check)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], launch: Launch) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], launch: Launch, log_start: int = 0) -> None:
         self.process = process
         self.annotations: Mapping[str, str] = {}
         settings = launch.settings
         self._url = f"http://{launch.ip}:{settings.metrics_port}{settings.metrics_path}"
         self._ready = False
+        self._log = launch.log if settings.streams_protocol else None
+        self._log_start = log_start
 
     @property
     def id(self) -> int:
@@ -146,7 +156,11 @@ class ProcessContainer:
             os.killpg(self.process.pid, signum)
 
     def ready(self) -> bool:
-        if not self._ready:
+        if not self._ready and self._log is not None:
+            with self._log.open("rb") as log:
+                log.seek(self._log_start)
+                self._ready = STREAMS_RUNNING in log.read()
+        elif not self._ready:
             try:
                 with urllib.request.urlopen(self._url, timeout=0.5) as response:
                     body = response.read()

@@ -21,7 +21,9 @@ What this machine needs, each found by a failing start (docs/real-node.md):
 - no kube-proxy: the node forwards the `kubernetes` Service's ClusterIP to the API server on loopback
   itself (a DNAT rule for packets from the pods' bridge, `route_localnet` on it), so that pods' in-cluster
   clients (the operator installed by the chart, the apps' pods) work unchanged; the pods' default route
-  goes through the bridge (`isDefaultGateway`).
+  goes through the bridge (`isDefaultGateway`). Likewise `RunningNode.forward(ports)`: servers of the host
+  that listen on loopback only (the sandbox's Kafka brokers) are reached by pods at the bridge's gateway
+  address (`RunningNode.gateway`), each port forwarded to the same port on 127.0.0.1.
 
 `with RealNode(root, folder, control_plane, name=..., zone=..., images=archive, sandbox_image=...) as node:`
 starts containerd, imports the images, starts the kubelet and waits until the node is Ready. On exit,
@@ -39,7 +41,7 @@ import os
 import subprocess
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +88,9 @@ class RunningNode:
     root: Path
     socket: Path
     binaries: NodeBinaries
+    bridge: str
+    gateway: str
+    """The pods' bridge's address: where pods reach the host's forwarded ports (`forward`)."""
 
     def ctr(self, *args: str) -> str:
         """Run ctr against this node's containerd, in the CRI's namespace; its standard output."""
@@ -104,6 +109,16 @@ class RunningNode:
         """The ids of containerd's tasks (running containers, pod sandboxes included)."""
         return self.ctr("tasks", "list", "--quiet").split()
 
+    @contextlib.contextmanager
+    def forward(self, ports: Sequence[int], address: str | None = None) -> Iterator[None]:
+        """This node's pods reach each of `ports` of the host's loopback (servers bound to 127.0.0.1 only, the
+        sandbox's brokers) at `address` (by default the gateway's; another node's gateway, for servers that
+        advertise that one), the same port: DNAT rules for packets from the pods' bridge, as for the API
+        server (`route_localnet` is on). Removed on exit."""
+        to = address or self.gateway
+        with forwarded(self.bridge, [(to, port, f"{HOST}:{port}") for port in ports]):
+            yield
+
 
 class RealNode:
     """See the module docstring. Everything it writes (state, configuration, logs) goes under `root`."""
@@ -120,6 +135,7 @@ class RealNode:
         sandbox_image: str,
         pod_subnet: str = "10.244.27.0/24",
         bridge: str = "smoothscale0",
+        cgroup_root: str | None = None,
         startup_timeout: float = 120.0,
         stop_timeout: float = 60.0,
     ) -> None:
@@ -132,6 +148,13 @@ class RealNode:
         self.sandbox_image = sandbox_image
         self.pod_subnet = pod_subnet
         self.bridge = bridge
+        self.cgroup_root = cgroup_root or f"/smoothscale-{name}"
+        """The kubelet's `cgroupRoot`, made in every cgroup hierarchy before it starts and removed after: with
+        the default root every kubelet of the machine would own `/kubepods`, and each would remove the
+        other's pods' cgroups as orphans."""
+        network = ipaddress.ip_network(pod_subnet)
+        self.gateway = str(next(network.hosts()))
+        self._prefix = network.prefixlen
         self.logs = root / "logs"
         self.socket = root / "containerd.sock"
         self._startup_timeout = startup_timeout
@@ -151,10 +174,14 @@ class RealNode:
 
     def start(self) -> RunningNode:
         self.logs.mkdir(parents=True, exist_ok=True)
-        running = RunningNode(self.name, self.zone, self.root, self.socket, self.binaries)
+        running = RunningNode(
+            self.name, self.zone, self.root, self.socket, self.binaries, self.bridge, self.gateway
+        )
         with self._cleanup as cleanup:
             cleanup.callback(self._unmount_and_unbridge)
             self._bridge_up()
+            _make_cgroups(self.cgroup_root)
+            cleanup.callback(_remove_cgroups, self.cgroup_root)
             cleanup.enter_context(self._api_server_service())
             containerd = self._start(
                 cleanup, "containerd", [self.binaries["containerd"], f"--config={self._containerd_config()}"]
@@ -238,6 +265,7 @@ state = "{self.root / "state"}"
             "kind": "KubeletConfiguration",
             "failCgroupV1": False,
             "cgroupDriver": "cgroupfs",
+            "cgroupRoot": self.cgroup_root,
             "address": HOST,
             "port": free_port(),
             "readOnlyPort": 0,
@@ -323,10 +351,8 @@ state = "{self.root / "state"}"
         """The pods' bridge with its gateway address, made before any pod so that servers of the host (the
         API server's forward, Kafka's brokers) can listen on that address; the CNI bridge plugin takes
         the bridge as it finds it."""
-        network = ipaddress.ip_network(self.pod_subnet)
-        gateway = f"{next(network.hosts())}/{network.prefixlen}"
         _ip("link", "add", "name", self.bridge, "type", "bridge")
-        _ip("addr", "add", gateway, "dev", self.bridge)
+        _ip("addr", "add", f"{self.gateway}/{self._prefix}", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
 
     @contextlib.contextmanager
@@ -339,19 +365,12 @@ state = "{self.root / "state"}"
             service = kubernetes.client.CoreV1Api(api).read_namespaced_service("kubernetes", "default").spec
         if service is None or not service.ports or not service.cluster_ip:
             raise RealNodeError("the API server made no `kubernetes` Service with a ClusterIP and a port")
-        port = service.ports[0].port
         target = urllib.parse.urlsplit(self.control_plane.url)
-        rule = [
-            "PREROUTING", "--in-interface", self.bridge, "--protocol", "tcp",
-            "--destination", f"{service.cluster_ip}/32", "--destination-port", str(port),
-            "--jump", "DNAT", "--to-destination", f"{target.hostname}:{target.port}",
-        ]  # fmt: skip
         Path(f"/proc/sys/net/ipv4/conf/{self.bridge}/route_localnet").write_text("1")
-        _iptables("--append", *rule)
-        try:
+        with forwarded(
+            self.bridge, [(service.cluster_ip, service.ports[0].port, f"{target.hostname}:{target.port}")]
+        ):
             yield
-        finally:
-            _iptables("--delete", *rule)
 
     def _unmount_and_unbridge(self) -> None:
         """Unmount what the kubelet and containerd left under `root` (volumes, network namespaces, shared
@@ -381,6 +400,51 @@ state = "{self.root / "state"}"
 
     def _wait(self, process: subprocess.Popen[bytes], name: str, ready: Callable[[], bool]) -> None:
         wait_started(process, name, ready, self.logs, self._startup_timeout, RealNodeError, poll=0.5)
+
+
+@contextlib.contextmanager
+def forwarded(bridge: str, forwards: Sequence[tuple[str, int, str]]) -> Iterator[None]:
+    """For packets from `bridge`'s pods, each (address, port, to) a DNAT rule from address:port to `to`;
+    removed on exit."""
+    with contextlib.ExitStack() as added:
+        for address, port, to in forwards:
+            rule = [
+                "PREROUTING", "--in-interface", bridge, "--protocol", "tcp",
+                "--destination", f"{address}/32", "--destination-port", str(port),
+                "--jump", "DNAT", "--to-destination", to,
+            ]  # fmt: skip
+            _iptables("--append", *rule)
+            added.callback(_iptables, "--delete", *rule)
+        yield
+
+
+def _hierarchies() -> list[Path]:
+    """The mount points of the machine's cgroup hierarchies (v1 controllers, and v2's if mounted)."""
+    with open("/proc/self/mounts") as table:
+        return [Path(fields[1]) for fields in map(str.split, table) if fields[2] in ("cgroup", "cgroup2")]
+
+
+def _make_cgroups(root: str) -> None:
+    """`root` in every hierarchy; a new cpuset gets its parent's CPUs and memory nodes (cgroup v1 leaves
+    them empty, and no process could join it)."""
+    for hierarchy in _hierarchies():
+        path = hierarchy / root.strip("/")
+        path.mkdir(parents=True, exist_ok=True)
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            if (path / name).exists() and not (path / name).read_text().strip():
+                (path / name).write_text((path.parent / name).read_text())
+
+
+def _remove_cgroups(root: str) -> None:
+    """`root` and what the kubelet made under it (QoS and pod cgroups), deepest first, once no process is
+    left in them; a cgroup still in use stays."""
+    for hierarchy in _hierarchies():
+        top = hierarchy / root.strip("/")
+        if not top.is_dir():
+            continue
+        for folder, _, _ in sorted(os.walk(top), key=lambda walked: len(walked[0]), reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
 
 
 def _ip(*args: str) -> None:

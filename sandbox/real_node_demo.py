@@ -6,7 +6,8 @@ kubelet and kube-scheduler; prints their folder), `bash tools/node/images.sh` (t
 sandbox image in one archive; prints its path last), `bash tools/kube/build.sh` (the control plane; prints
 its folder) and `python .ci/kube_tools.py` (helm; prints its folder).
 
-The steps (`RealNodeWalk`): the app settles on 3 pods, is scaled to 6 and back to 3; the runtime kills one
+The steps (`RealNodeWalk`): the app settles on 3 pods, is scaled to 6 and back to 3, its pods are swapped for
+pods of a new template (`updateStrategy: Swap`); the runtime kills one
 container's process (the kubelet restarts it in the same pod); one pod is deleted with a grace period (its
 worker stops on SIGTERM; the operator creates it again). After each step the app must settle
 (`observe.settle`: every pod Ready, on the published generation, every task processing where the plan puts
@@ -24,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -39,8 +40,8 @@ from .app_view import AppReader
 from .control_plane import CONTROLLERS, Binaries, ControlPlane, RunningControlPlane
 from .demo import demo_app, demo_tasks, worker_env
 from .environment import CHANGELOG_EPOCH_ENV, RECORD_FILE_ENV, STATE_DIR_ENV
-from .observe import Snapshot, settle
-from .real_node import NodeBinaries, RealNode, RunningNode
+from .observe import GroupView, Snapshot, settle
+from .real_node import ZONE_LABEL, NodeBinaries, RealNode, RunningNode
 from .records import processing_intervals, read_records
 
 Json = dict[str, Any]
@@ -65,12 +66,29 @@ APP = "orders"
 APP_NAMESPACE = "streams"
 STEP_TIMEOUT = 120.0
 RECORD_FILE = "records.jsonl"
+DELETE_GRACE = 30
+"""The grace period of the walk's pod deletion, seconds (`RealNodeWalk._delete_a_pod`)."""
+SWAP_ENV = "ORDERS_ROLLOUT"
+"""The variable the swap step adds to the pod template: a new template, which `updateStrategy: Swap` rolls out
+by replacing every pod."""
 WORKER_ACCESS: list[dict[str, list[str]]] = [
     # The sample worker follows its assignment ConfigMap and its own pod (leaving), as the client does.
     {"api_groups": [""], "resources": ["configmaps"], "resource_names": [contract.assignment_configmap(APP)],
      "verbs": ["get", "list", "watch"]},
     {"api_groups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
 ]  # fmt: skip
+
+
+ZONE_SPREAD: list[Json] = [
+    {
+        "maxSkew": 1,
+        "topologyKey": ZONE_LABEL,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {contract.APP_LABEL: APP}},
+    }
+]
+"""The app's pods spread evenly over the zones' nodes, as a user asks kube-scheduler to (the operator binds no
+pod itself; kube-scheduler's default spreading is only a preference)."""
 
 
 def chart_image(chart: Path) -> str:
@@ -91,6 +109,7 @@ def worker_app(image: str, replicas: int, records: Path | None = None) -> Json:
     app["spec"]["template"]["spec"] = {
         "serviceAccountName": APP,
         "terminationGracePeriodSeconds": 10,
+        "topologySpreadConstraints": ZONE_SPREAD,
         "containers": [
             {
                 "name": "app",
@@ -116,26 +135,33 @@ def worker_app(image: str, replicas: int, records: Path | None = None) -> Json:
 def create_worker_app(
     api: kubernetes.client.ApiClient, image: str, replicas: int = 3, records: Path | None = None
 ) -> None:
-    """The app's namespace, its pods' ServiceAccount with a Role for `WORKER_ACCESS`, and the app (with
-    `records`: that folder made writable for the image's user, uid 10001)."""
+    """The sample worker's app (`worker_app`) with what `create_app` makes for it (with `records`: that
+    folder made writable for the image's user, uid 10001)."""
     if records is not None:
         records.mkdir(parents=True, exist_ok=True)
         records.chmod(0o777)
+    create_app(api, worker_app(image, replicas, records))
+
+
+def create_app(api: kubernetes.client.ApiClient, app: Json) -> None:
+    """The app's namespace, its pods' ServiceAccount (named after the app) with a Role for `WORKER_ACCESS`,
+    and the app."""
     client = kubernetes.client
     core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
-    meta = client.V1ObjectMeta(name=APP, namespace=APP_NAMESPACE)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=APP_NAMESPACE)))
-    core.create_namespaced_service_account(APP_NAMESPACE, client.V1ServiceAccount(metadata=meta))
+    namespace = app["metadata"]["namespace"]
+    meta = client.V1ObjectMeta(name=APP, namespace=namespace)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    core.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata=meta))
     rules = [client.V1PolicyRule(**rule) for rule in WORKER_ACCESS]
-    rbac.create_namespaced_role(APP_NAMESPACE, client.V1Role(metadata=meta, rules=rules))
+    rbac.create_namespaced_role(namespace, client.V1Role(metadata=meta, rules=rules))
     binding = client.V1RoleBinding(
         metadata=meta,
         role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name=APP),
-        subjects=[client.RbacV1Subject(kind="ServiceAccount", name=APP, namespace=APP_NAMESPACE)],
+        subjects=[client.RbacV1Subject(kind="ServiceAccount", name=APP, namespace=namespace)],
     )
-    rbac.create_namespaced_role_binding(APP_NAMESPACE, binding)
+    rbac.create_namespaced_role_binding(namespace, binding)
     client.CustomObjectsApi(api).create_namespaced_custom_object(
-        contract.GROUP, contract.VERSION, APP_NAMESPACE, contract.PLURAL, worker_app(image, replicas, records)
+        contract.GROUP, contract.VERSION, namespace, contract.PLURAL, app
     )
 
 
@@ -207,23 +233,42 @@ SnapshotView = Callable[[Snapshot, int, int, str], None]
 
 
 class RealNodeWalk:
-    """See the module docstring. `api` is an administrator's client of the node's control plane."""
+    """See the module docstring. `api` is an administrator's client of the nodes' control plane; the app's
+    pods must run on `nodes` (one per zone)."""
 
-    STEPS = ("start on 3 pods", "scale to 6", "scale to 3", "kill a container's process", "delete a pod")
+    STEPS = (
+        "start on 3 pods",
+        "scale to 6",
+        "scale to 3",
+        "swap the pods (new template)",
+        "kill a container's process",
+        "delete a pod",
+    )
 
     def __init__(
         self,
         api: kubernetes.client.ApiClient,
-        node: RunningNode,
+        nodes: Sequence[RunningNode],
         view: SnapshotView | None = None,
         records: Path | None = None,
+        *,
+        namespace: str = APP_NAMESPACE,
+        steps: int = len(STEPS),
+        group_view: GroupView | None = None,
+        step_timeout: float = STEP_TIMEOUT,
     ) -> None:
-        """`records`: the folder given to `create_worker_app`, judged after the last step."""
+        """`records`: the folder given to `create_worker_app`, judged after the last step; `steps`: how many
+        of `STEPS` to walk; `group_view`: Kafka's view of a Kafka Streams app's group, which must be the plan
+        at each step's end (`observe.settle`); `step_timeout`: how long a step may take to settle."""
         self.api = api
         self.records = records
-        self.node = node
-        self.reader = AppReader(api, APP_NAMESPACE)
+        self.nodes = {node.name: node for node in nodes}
+        self.namespace = namespace
+        self.reader = AppReader(api, namespace)
         self._view = view
+        self._steps = self.STEPS[:steps]
+        self._group_view = group_view
+        self._step_timeout = step_timeout
         self._replicas = 3
 
     def run(self) -> list[StepOutcome]:
@@ -231,11 +276,13 @@ class RealNodeWalk:
             lambda _: _always,
             lambda _: self._scale(6),
             lambda _: self._scale(3),
+            self._swap,
             self._kill_a_container,
             self._delete_a_pod,
         ]
         outcomes = []
-        for number, (name, action) in enumerate(zip(self.STEPS, actions, strict=True), start=1):
+        walked = zip(self._steps, actions[: len(self._steps)], strict=True)
+        for number, (name, action) in enumerate(walked, start=1):
             outcome = StepOutcome(name)
             also = action(outcome)
             self._settle(outcome, number, also)
@@ -251,12 +298,40 @@ class RealNodeWalk:
         kubernetes.client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
             contract.GROUP,
             contract.VERSION,
-            APP_NAMESPACE,
+            self.namespace,
             contract.PLURAL,
             APP,
             {"spec": {"replicas": replicas}},
         )
         return _always
+
+    def _swap(self, outcome: StepOutcome) -> Callable[[list[Json]], bool]:
+        """A new pod template (`updateStrategy: Swap`, as `smoothscale demo`'s host swap): the operator
+        creates a pod of the new template for each old one, hands the tasks over, then deletes the old pods.
+        Done when none of the old pods is left; each new one must run its first container (no restart)."""
+        old = {pod["metadata"]["uid"] for pod in self.reader.pods(APP)}
+        (container,) = self.reader.app(APP)["spec"]["template"]["spec"]["containers"]
+        container["env"] = [*container["env"], {"name": SWAP_ENV, "value": "2"}]
+        kubernetes.client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
+            contract.GROUP,
+            contract.VERSION,
+            self.namespace,
+            contract.PLURAL,
+            APP,
+            {"spec": {"template": {"spec": {"containers": [container]}}}},  # a merge patch: the whole list
+        )
+
+        def swapped(pods: list[Json]) -> bool:
+            if any(pod["metadata"]["uid"] in old for pod in pods):
+                return False
+            for pod in pods:
+                (status,) = pod["status"].get("containerStatuses") or [{}]
+                text = f"{pod['metadata']['name']} of the new template restarted {status.get('restartCount')}"
+                if status.get("restartCount") != 0 and text not in outcome.violations:
+                    outcome.violations.append(text)
+            return True
+
+        return swapped
 
     def _kill_a_container(self, outcome: StepOutcome) -> Callable[[list[Json]], bool]:
         """SIGKILL to the first pod's container through containerd, as the OOM killer would: the kubelet
@@ -264,7 +339,7 @@ class RealNodeWalk:
         victim = self.reader.pods(APP)[0]
         name, uid = victim["metadata"]["name"], victim["metadata"]["uid"]
         (status,) = victim["status"]["containerStatuses"]
-        self.node.ctr(
+        self.nodes[victim["spec"]["nodeName"]].ctr(
             "tasks", "kill", "--signal=SIGKILL", status["containerID"].removeprefix("containerd://")
         )
 
@@ -284,20 +359,22 @@ class RealNodeWalk:
         return restarted
 
     def _delete_a_pod(self, outcome: StepOutcome) -> Callable[[list[Json]], bool]:
-        """Delete the second pod with a 10 s grace period: its worker must stop on SIGTERM, well before, and
-        the kubelet then removes the pod (polled here: `settle` looks only once the app has settled)."""
+        """Delete the second pod with a `DELETE_GRACE` grace period: its worker must stop on SIGTERM, well
+        before, and the kubelet then removes the pod (polled here: `settle` looks only once the app has
+        settled). The period is long so that a loaded machine's slow teardown (12 s at a load average of 120)
+        is not taken for a worker that ignored SIGTERM and was killed at the period's end."""
         gone = self.reader.pods(APP)[1]["metadata"]
         started = time.monotonic()
         kubernetes.client.CoreV1Api(self.api).delete_namespaced_pod(
-            gone["name"], APP_NAMESPACE, grace_period_seconds=10
+            gone["name"], self.namespace, grace_period_seconds=DELETE_GRACE
         )
         while gone["uid"] in {pod["metadata"]["uid"] for pod in self.reader.pods(APP)}:
-            if time.monotonic() - started > 30:
-                outcome.violations.append(f"{gone['name']} still there 30 s after its deletion")
+            if time.monotonic() - started > 2 * DELETE_GRACE:
+                outcome.violations.append(f"{gone['name']} still there {2 * DELETE_GRACE} s after deletion")
                 break
             time.sleep(0.2)
         stopped = time.monotonic() - started
-        if stopped >= 10:
+        if stopped >= DELETE_GRACE:
             outcome.violations.append(
                 f"{gone['name']} stopped after {stopped:.1f} s: at the grace period's end, not on SIGTERM"
             )
@@ -309,24 +386,28 @@ class RealNodeWalk:
 
         def on_snapshot(snapshot: Snapshot) -> None:
             if view is not None:
-                view(snapshot, number, len(self.STEPS), outcome.name)
+                view(snapshot, number, len(self._steps), outcome.name)
 
         snapshot = settle(
             self.reader,
             APP,
             outcome.name,
-            timeout=STEP_TIMEOUT,
+            timeout=self._step_timeout,
             also=lambda s: s.replicas == self._replicas and also(self.reader.pods(APP)),
             on_snapshot=on_snapshot,
+            group_view=self._group_view,
         )
         if snapshot is None:
-            outcome.violations.append(f"not settled on {self._replicas} pods within {STEP_TIMEOUT:.0f} s")
+            outcome.violations.append(
+                f"not settled on {self._replicas} pods within {self._step_timeout:.0f} s"
+            )
             return
         outcome.seconds = round(time.monotonic() - started, 1)
         outcome.violations += self._disagreements(snapshot)
 
     def _disagreements(self, snapshot: Snapshot) -> list[str]:
-        """Unbalanced actives; the operator's status against the kubelet's pods; pods off the real node."""
+        """Unbalanced actives (per pod, and pods per zone); the operator's status against the kubelet's pods;
+        pods off the real nodes."""
         found = []
         actives = [pod.active for pod in snapshot.pods]
         if max(actives) - min(actives) > 1:
@@ -340,8 +421,11 @@ class RealNodeWalk:
                 f"the kubelet reports {len(pods)}, {ready} ready"
             )
         nodes = {pod["spec"].get("nodeName") for pod in pods}
-        if nodes != {self.node.name}:
-            found.append(f"pods on {sorted(map(str, nodes))}, not on {self.node.name} alone")
+        if not nodes <= set(self.nodes):
+            found.append(f"pods on {sorted(map(str, nodes))}, not on the real nodes {sorted(self.nodes)}")
+        else:
+            zone_of = {pod["metadata"]["name"]: self.nodes[pod["spec"]["nodeName"]].zone for pod in pods}
+            found += invariants.imbalance(self.reader.publication(APP), zone_of)
         return found
 
 
@@ -411,7 +495,7 @@ def run_real_node_demo(
                 with kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig)) as api:
                     records = output_dir / "records"
                     create_worker_app(api, chart_image(chart), records=records)
-                    outcomes = RealNodeWalk(api, node, view, records).run()
+                    outcomes = RealNodeWalk(api, [node], view, records).run()
     finally:
         shutil.rmtree(node_root, ignore_errors=True)  # containerd's unpacked images: hundreds of MB
     for outcome in outcomes:

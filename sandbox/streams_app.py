@@ -6,9 +6,11 @@ test and the Kafka Streams chaos benchmark (`benchmarks/streams_chaos.py`).
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,11 @@ from confluent_kafka import KafkaException
 from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.contract import names as contract
+from smoothscale.contract import streams_protocol
+from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .harness import Sandbox
-from .kafka_streams import SampleApp
+from .kafka_streams import SampleApp, describe_streams_group
 
 
 def streams_app(
@@ -30,18 +34,36 @@ def streams_app(
     acceptable_lag: int,
     session_timeout_ms: int = 10_000,
     adoption: str = "code",
+    streams_protocol: str | None = None,
 ) -> dict[str, Any]:
     """The sample app as a StreamsApp with no spec.topology: the bridge reports it (subtopology 0 reads the
     orders, 1 the repartition topic). A killed instance's member leaves the group after
     `session_timeout_ms`, not Kafka Streams' 45 s. `adoption="properties"` runs the sample that adopts
-    smoothscale by its settings alone (`PlainOrdersApp`), "code" the one calling `SmoothscaleBridge`."""
-    env = [
+    smoothscale by its settings alone (`PlainOrdersApp`), "code" the one calling `SmoothscaleBridge`.
+
+    `streams_protocol` (the brokers' bootstrap servers): the app runs `group.protocol=streams` without the
+    bridge, tagged with its app and pod for smoothscale's broker plugin, and the operator reads its group
+    from those brokers (`spec.kafka.groupProtocol: streams`); the group's own settings (heartbeat, session)
+    are group configs then, set on the brokers."""
+    env: list[dict[str, Any]] = [
         {"name": "ORDERS_TOPIC", "value": orders},
         {"name": "TOTALS_TOPIC", "value": totals},
-        {"name": "STREAMS_SESSION_TIMEOUT_MS", "value": str(session_timeout_ms)},
-        *([{"name": "SMOOTHSCALE_BRIDGE", "value": "properties"}] if adoption == "properties" else []),
     ]
-    return {
+    pod_name = {"valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    if streams_protocol is None:
+        env += [
+            {"name": "STREAMS_SESSION_TIMEOUT_MS", "value": str(session_timeout_ms)},
+            *([{"name": "SMOOTHSCALE_BRIDGE", "value": "properties"}] if adoption == "properties" else []),
+        ]
+    else:
+        env += [
+            {"name": "SMOOTHSCALE_BRIDGE", "value": "off"},
+            {"name": "STREAMS_CLIENT_ID", **pod_name},
+            {"name": "STREAMS_GROUP_PROTOCOL", "value": "streams"},
+            {"name": "STREAMS_CLIENT_TAG_SMOOTHSCALE_APP", "value": app},
+            {"name": "STREAMS_CLIENT_TAG_SMOOTHSCALE_POD", **pod_name},
+        ]
+    body: dict[str, Any] = {
         "apiVersion": contract.API_VERSION,
         "kind": contract.KIND,
         "metadata": {"name": app, "namespace": "default"},
@@ -54,6 +76,10 @@ def streams_app(
             "metrics": {"port": 8080, "path": "/metrics"},
         },
     }
+    if streams_protocol is not None:
+        kafka = {"bootstrapServers": streams_protocol, "groupProtocol": "streams", "refreshInterval": "1s"}
+        body["spec"]["kafka"] = {**kafka, "timeout": "5s"}
+    return body
 
 
 def ready(pod: dict[str, Any]) -> bool:
@@ -92,6 +118,61 @@ def settle(
             seen = (sorted(pods), planned, view)
         time.sleep(1)
     raise AssertionError(f"no agreed, balanced assignment over {replicas} pods within {timeout} s: {seen}")
+
+
+def kafka_runs(view: Mapping[str, Any] | None) -> dict[str, dict[str, set[str]]]:
+    """Per pod: the active tasks and the copies (standbys and warmups) its members run, in Kafka's view of
+    a streams group (`describe_streams_group`)."""
+    pods: dict[str, dict[str, set[str]]] = {}
+    for member in (view or {}).get("members", []):
+        roles = pods.setdefault(member["pod"], {"active": set(), "standby": set()})
+        roles["active"] |= set(member["assignment"]["active"])
+        roles["standby"] |= set(member["assignment"]["standby"]) | set(member["assignment"]["warmup"])
+    return pods
+
+
+def planned_runs(plan: Publication) -> dict[str, dict[str, set[str]]]:
+    """The same per pod, as `plan` gives it (pods given nothing left out)."""
+    return {
+        pod: {"active": set(roles.active), "standby": set(roles.standby) | set(roles.warmup)}
+        for pod, roles in plan.assignment.items()
+        if roles.active or roles.standby or roles.warmup
+    }
+
+
+def settle_streams_protocol(
+    sandbox: Sandbox, app: str, bootstrap: str, replicas: int, tasks: int, timeout: float = 300
+) -> Publication:
+    """For an app on the streams protocol (KIP-1071): wait until it runs `replicas` pods, all ready and
+    none being deleted, and Kafka's own view of the group (`describeStreamsGroups`) is exactly the plan the
+    operator published, every task active once, balanced over the pods, the plugin its assignor; that plan."""
+    deadline = time.monotonic() + timeout
+    seen: object = None
+    while time.monotonic() < deadline:
+        listed = [p for p in sandbox.pods(app) if not p["metadata"].get("deletionTimestamp")]
+        ready_pods = {p["metadata"]["name"] for p in listed if ready(p)}
+        publication = sandbox.publication(app)
+        try:
+            view = describe_streams_group(bootstrap, app)
+        except (RuntimeError, subprocess.TimeoutExpired):  # the coordinator is loading or moving
+            view = None
+        if publication is not None and view is not None and len(ready_pods) == len(listed) == replicas:
+            counts = [len(publication.assignment.get(pod, ClientAssignment()).active) for pod in ready_pods]
+            runs = {
+                pod: roles for pod, roles in kafka_runs(view).items() if roles["active"] or roles["standby"]
+            }
+            if (
+                sum(counts) == tasks
+                and max(counts) - min(counts) <= 1
+                and view["assignor"] == streams_protocol.ASSIGNOR_NAME
+                and runs == planned_runs(publication)
+            ):
+                return publication
+            seen = (sorted(ready_pods), view["assignor"], planned_runs(publication), runs)
+        time.sleep(1)
+    raise AssertionError(
+        f"Kafka's view never was the balanced plan over {replicas} pods in {timeout} s: {seen}"
+    )
 
 
 def crash(sandbox: Sandbox, pod: str, *, lose_volume: bool, timeout: float = 120) -> None:

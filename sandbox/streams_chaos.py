@@ -14,8 +14,10 @@ broken; the operator, the kubelet stand-in and every pod's ConfigMap watch must 
 connections refused, while the replicas change, so that the operator publishes plans the leader cannot
 see), `scale` (replicas 3 <-> 4) and `swap` (every pod replaced, as `smoothscale swap` does).
 
-Checked: every record of the input topic counted exactly once in the output (exactly-once; the expected
-totals are the input topic's, since a send the benchmark could not confirm may have landed), no task ever in
+Checked: after each fault, every record the input topic holds counted in the output (a settled group can
+still be stalled); at the end, every record of the input topic counted exactly once in the output
+(exactly-once; the expected totals are the input topic's, since a send the benchmark could not confirm may
+have landed; amounts unique per order; every committed total grows), no task ever in
 two pods' assignment in Kafka's view of the group (sampled every second), the final assignment balanced and
 equal to the plan; rebalances led (`smoothscale_bridge_assignor_followed_total`) and fallbacks
 (`smoothscale_bridge_assignor_fallbacks_total`, by reason) counted per fault kind from the pods' metrics

@@ -28,9 +28,9 @@ The order of the decisions matters for safety and is the one of `docs/architectu
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
 
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
@@ -47,6 +47,7 @@ from ..resource import (
 from . import events as ev
 from . import streamsassignor
 from .appreport import AppReport, observe_app_report, report_problems
+from .assignorfallbacks import RECENT as FALLBACK_RECENT
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
 from .handover import HandOverWait
 from .learnedtopology import with_reported_topology
@@ -164,6 +165,8 @@ class RoundMemory:
     waits: HandOverWait = field(default_factory=HandOverWait)
     streams_assignor: StreamsAssignorCheck | None = None
     """The last `streamsassignor.check` that read the brokers (its Events are posted when it changes)."""
+    quiet: Quiet | None = None
+    """The last step's decisions, while a step observing the same would repeat them (`Quiet`)."""
 
     @property
     def desired(self) -> Mapping[str, ClientAssignment] | None:
@@ -209,6 +212,33 @@ class PollDecisions:
     acknowledged: frozenset[str]
     """The awaited pods that have now acknowledged their revocation."""
     publish: Publication | None
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """A steady round's decisions, which a later step repeats without deciding again while it observes what
+    `seen` observed (its time aside), on the memory this one left, before `until` (None: no clock-driven
+    decision is pending).
+
+    The step is pure: the same memory and the same observation make the same decisions. So a round that
+    left its memory as it found it, observing what the last one observed, decides what the last one decided,
+    unless one of the decisions depends on the clock. `quiet` grants this only to a silent, settled round
+    (no Event, no journal record, no pod action, no plan, no generation, the status as written: nothing in
+    motion, no pod leaving, starting or unready, no scale-down held), whose only clock-driven decisions
+    left are the ones `until` is the first of: the plan's follow-up probe, the catch-up delay, the start-up
+    grace, a recent assignor fallback expiring. A steady app's rounds then only observe: deciding again
+    every round was a fifth of a steady operator's CPU."""
+
+    seen: Observation
+    memory: RoundMemory
+    decisions: Decisions
+    until: datetime | None
+
+    def repeats(self, memory: RoundMemory, seen: Observation) -> bool:
+        """Whether a step of `seen` on `memory` decides what this one decided."""
+        if self.until is not None and seen.now >= self.until:
+            return False
+        return _same(memory, self.memory, _MEMORY_FIELDS) and _same(seen, self.seen, _OBSERVED_FIELDS)
 
 
 def initial_memory(now: datetime) -> RoundMemory:
@@ -294,7 +324,74 @@ def decide_pod_set(
 def step(
     memory: RoundMemory, seen: Observation, config: RoundConfig, planner: Planner
 ) -> tuple[Decisions, RoundMemory]:
-    """One round: the decisions, and the memory after it."""
+    """One round: the decisions, and the memory after it (a steady round repeats the last one's, `Quiet`)."""
+    quiet = memory.quiet
+    if quiet is not None and quiet.repeats(memory, seen):
+        return quiet.decisions, memory
+    before = replace(memory, quiet=None) if quiet is not None else memory
+    decisions, after = _decide(before, seen, config, planner)
+    if _same(after, before, _MEMORY_FIELDS):
+        after = before  # nothing changed: the next step compares by identity, field by field
+        steady = quiet_until(before, seen, config, decisions)
+        if steady is not False:
+            return decisions, replace(before, quiet=Quiet(seen, before, decisions, steady))
+    return decisions, after
+
+
+def quiet_until(
+    memory: RoundMemory, seen: Observation, config: RoundConfig, decisions: Decisions
+) -> datetime | Literal[False] | None:
+    """Until when a step observing `seen` again, on `memory` (which the step that made `decisions` left
+    unchanged), makes the same decisions: the first clock-driven decision still pending (None: none is), or
+    False when the round is not silent and settled (`Quiet`). Each condition below stands for the clock's
+    part in a decision: a pod leaving (its scale-down timeout), starting (the start-up grace) or unready; a
+    warmup or a revocation (the hand-over's schedule, the stabilisation window); a held scale-down."""
+    published = seen.published
+    spec = seen.spec
+    plan = memory.plan
+    if (
+        spec is None
+        or published is None
+        or plan is None
+        or decisions.events
+        or decisions.journal
+        or decisions.lost
+        or decisions.failures
+        or (decisions.pod_set is not None and not decisions.pod_set.empty)
+        or decisions.planned is not None
+        or decisions.publish is not None
+        or (decisions.status is not None and decisions.status != seen.previous_status)
+        or published.revoking
+        or any(roles.warmup for roles in published.assignment.values())
+        or memory.waits.awaited(published)
+        or memory.waits.published_at is None
+        or memory.hold.since is not None
+        or any(p.is_leaving or p.deleting or p.stopped or not p.ready for p in seen.pods)
+    ):
+        return False
+    grace = timedelta(seconds=config.startup_grace)
+    pending = [memory.started_at + grace]
+    pending += [p.created + grace for p in seen.pods if p.created is not None]
+    if config.probing and plan.next_probe is not None:
+        pending.append(plan.next_probe)
+    if config.catch_up_after is not None:
+        pending.append(plan.planned_at + timedelta(seconds=config.catch_up_after))
+    fallback_at = memory.app_report.fallbacks.last_at
+    if fallback_at is not None:
+        pending.append(fallback_at + FALLBACK_RECENT)
+    due = [moment for moment in pending if moment > seen.now]
+    return min(due) if due else None
+
+
+def _same(a: object, b: object, names: tuple[str, ...]) -> bool:
+    """Equal in every field named (unchanged values are the same objects: mostly identity checks)."""
+    return all((x := getattr(a, name)) is (y := getattr(b, name)) or x == y for name in names)
+
+
+def _decide(
+    memory: RoundMemory, seen: Observation, config: RoundConfig, planner: Planner
+) -> tuple[Decisions, RoundMemory]:
+    """One round, decided."""
     events: list[ev.AppEvent] = []
     journal: list[tuple[str, Mapping[str, Any]]] = []
     spec = seen.spec
@@ -601,3 +698,7 @@ def _plan_outcome(memory: PlanMemory | None) -> PlanOutcome | None:
         probe_reason=followup.reason if followup is not None else None,
         rack_unknown=memory.plan.rack_unknown,
     )
+
+
+_MEMORY_FIELDS = tuple(f.name for f in fields(RoundMemory) if f.name != "quiet")
+_OBSERVED_FIELDS = tuple(f.name for f in fields(Observation) if f.name != "now")

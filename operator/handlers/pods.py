@@ -1,4 +1,5 @@
-"""The apps' pods: any change wakes the loop of the pod's app (which then lists its pods from the API)."""
+"""The apps' pods: any change wakes the loop of the pod's app, which then lists its pods from the API again
+(between such events it reuses the last list: `reconcile.AppReconciler.pods_changed`)."""
 
 from __future__ import annotations
 
@@ -17,4 +18,4 @@ def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
     def pod_changed(namespace: str | None, labels: kopf.Labels, **_: Any) -> None:
         app = labels.get(names.APP_LABEL)
         if app and namespace:
-            context.apps.trigger(namespace, app)
+            context.apps.pods_changed(namespace, app)

@@ -15,17 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from smoothscale.contract.publication import Publication
+
 from ..appref import AppRef
 from ..control.events import AppEvent, EventType
 from ..kube import KubeClient
 from ..resource import GroupProtocol, KafkaSpec, StreamsAppSpec
 from ..resource.durations import parse_duration
+from . import plans
 from .reader import KafkaReadError, read_cluster
 from .secret import read_secret
 from .settings import KafkaSettingsError, client_config
 from .view import KafkaFacts, facts
 
-_CALLS_PER_READ = 6
+_CALLS_PER_READ = 7
 """AdminClient requests in one read, one after another: the bound of a whole read is this many timeouts."""
 
 
@@ -34,6 +37,7 @@ class _Request:
     kafka: KafkaSpec
     spec: StreamsAppSpec
     started: datetime
+    published: Publication | None
 
 
 class KafkaObserver:
@@ -56,8 +60,10 @@ class KafkaObserver:
         """`spec.kafka` is set and no read has finished yet: the first plan waits for it."""
         return self._kafka is not None and not self.read_once
 
-    def poll(self, spec: StreamsAppSpec | None) -> list[AppEvent]:
-        """Collect a finished read, start the next one when due; returns the Events to post. Never waits."""
+    def poll(self, spec: StreamsAppSpec | None, published: Publication | None = None) -> list[AppEvent]:
+        """Collect a finished read, start the next one when due; returns the Events to post. Never waits.
+        `published`: the plan in force (an app on the streams protocol: the read checks the group's target
+        assignment against it)."""
         events = self._collect()
         kafka = spec.kafka if spec is not None else None
         if kafka != self._kafka:
@@ -71,7 +77,7 @@ class KafkaObserver:
         now = self._clock()
         if self._next_read is None or now >= self._next_read:
             self._next_read = now + timedelta(seconds=parse_duration(kafka.refresh_interval))
-            self._task = asyncio.create_task(self._read(_Request(kafka, spec, now)))
+            self._task = asyncio.create_task(self._read(_Request(kafka, spec, now, published)))
         return events
 
     def close(self) -> None:
@@ -98,15 +104,26 @@ class KafkaObserver:
             self.problem = KafkaReadError("KafkaReadFailed", f"reading Kafka failed: {error!r}")
         return availability_events(before, self.problem, self._kafka)
 
-    async def _read(self, request: _Request) -> KafkaFacts:
-        kafka = request.kafka
+    async def _client_config(self, kafka: KafkaSpec) -> dict[str, str]:
         try:
             secret = (
                 await read_secret(self._api, self.app, kafka.secret_ref.name) if kafka.secret_ref else None
             )
-            config = client_config(kafka, secret)
+            return client_config(kafka, secret)
         except KafkaSettingsError as error:
             raise KafkaReadError("KafkaCredentialsInvalid", str(error)) from error
+
+    async def hand_over(self, kafka: KafkaSpec, plan: Publication) -> None:
+        """For an app on the streams protocol: hand `plan` to the brokers' plugin (`plans.hand_over`)."""
+        config = await self._client_config(kafka)
+        timeout = parse_duration(kafka.timeout)
+        await asyncio.to_thread(
+            plans.hand_over, config, kafka.application_id or self.app.name, plan, timeout=timeout
+        )
+
+    async def _read(self, request: _Request) -> KafkaFacts:
+        kafka = request.kafka
+        config = await self._client_config(kafka)
         application_id = kafka.application_id or self.app.name
         inputs = [topic for sub in request.spec.topology.subtopologies for topic in sub.input_topics]
         timeout = parse_duration(kafka.timeout)
@@ -117,7 +134,8 @@ class KafkaObserver:
             input_topics=inputs,
             timeout=timeout,
             now=request.started,
-            streams_assignors=kafka.group_protocol is GroupProtocol.STREAMS,
+            streams_protocol=kafka.group_protocol is GroupProtocol.STREAMS,
+            published=request.published,
         )
         try:
             view = await asyncio.wait_for(read, timeout * _CALLS_PER_READ + 5)

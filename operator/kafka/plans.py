@@ -3,7 +3,7 @@
 The plan is the publication the operator would write into the app's assignment ConfigMap, written instead
 (same gzip'd JSON bytes, Contract 3) as the record of key `<application id>` in the compacted topic
 `smoothscale-plans`, which the plugin on every broker reads into memory. A write does not by itself make the
-coordinator compute a new assignment: `request_assignment` flips the group's `streams.rack.aware.assignment.
+coordinator compute a new assignment: `request_assignment` changes the group's `streams.rack.aware.assignment.
 tags` config, a change of the group's assignment configurations, which Kafka 4.4 answers with a new target
 assignment at the next member heartbeat (docs/streams-protocol.md has the evidence and the delay measured).
 
@@ -12,6 +12,7 @@ Blocking confluent-kafka calls, each bounded by `timeout`: run them off the even
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -30,18 +31,34 @@ from smoothscale.contract.configmap import encode_publication
 from smoothscale.contract.publication import Publication
 
 PLAN_TOPIC_CONFIG: Final = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
+GROUPS_TOPIC_CONFIG: Final = {
+    **PLAN_TOPIC_CONFIG,
+    "segment.ms": "600000",  # views are rewritten every few seconds: let compaction drop the old ones
+    "min.cleanable.dirty.ratio": "0.1",
+}
 
 
 def ensure_plan_topic(admin: AdminClient, *, replication: int = 3, timeout: float = 10) -> None:
-    """Create the compacted plan topic (one partition: plans are few and small) unless it exists."""
-    if names.PLANS_TOPIC in admin.list_topics(timeout=timeout).topics:
+    """Create the compacted plan topic and the plugin's group view topic (one partition each: plans and
+    views are few and small) unless they exist."""
+    metadata = admin.list_topics(timeout=timeout)
+    copies = min(replication, len(metadata.brokers))
+    wanted = [
+        NewTopic(name, 1, copies, config=config)
+        for name, config in (
+            (names.PLANS_TOPIC, PLAN_TOPIC_CONFIG),
+            (names.GROUPS_TOPIC, GROUPS_TOPIC_CONFIG),
+        )
+        if name not in metadata.topics
+    ]
+    if not wanted:
         return
-    topic = NewTopic(names.PLANS_TOPIC, 1, replication, config=PLAN_TOPIC_CONFIG)
-    try:
-        admin.create_topics([topic], operation_timeout=timeout)[names.PLANS_TOPIC].result(timeout=timeout)
-    except KafkaException as error:
-        if "TOPIC_ALREADY_EXISTS" not in str(error):
-            raise
+    for future in admin.create_topics(wanted, operation_timeout=timeout).values():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as error:
+            if "TOPIC_ALREADY_EXISTS" not in str(error):
+                raise
 
 
 def write_plan(config: Mapping[str, Any], app_id: str, plan: Publication, *, timeout: float = 10) -> None:
@@ -100,9 +117,31 @@ def opt_in(
     )
 
 
-def request_assignment(admin: AdminClient, group: str, *, timeout: float = 10) -> None:
-    """Make the coordinator compute the group's assignment anew (and so read the latest plan): flip the
-    group's rack-aware assignment tags between unset and the pod tag that every managed member carries."""
-    current = group_configs(admin, group, timeout=timeout).get(names.TRIGGER_CONFIG)
-    flipped = None if current else names.POD_TAG
-    set_group_configs(admin, group, {names.TRIGGER_CONFIG: flipped}, timeout=timeout)
+def request_assignment(
+    admin: AdminClient,
+    group: str,
+    request: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 10,
+) -> None:
+    """Make the coordinator compute the group's assignment anew (and so read the latest plan): set the
+    group's rack-aware assignment tags to a value no earlier request set, `<pod tag>,smoothscale.request.
+    <request>` (default: the time in milliseconds), with `extra` group configs in the same request.
+
+    Why a new value each time, not a flip between two: the coordinator compares the configs at a member's
+    heartbeat with those of its last assignment, so two flips between two heartbeats (two plans published
+    within half a second, seen in the operator's first seconds) cancel out and no assignment follows."""
+    value = f"{names.POD_TAG},{names.TRIGGER_PREFIX}{request or time.time_ns() // 1_000_000}"
+    set_group_configs(admin, group, {**(extra or {}), names.TRIGGER_CONFIG: value}, timeout=timeout)
+
+
+def hand_over(config: Mapping[str, Any], group: str, plan: Publication, *, timeout: float = 10) -> None:
+    """The operator's publication for an app on the streams protocol: the topics made if missing, the plan
+    written, the group opted in to the plugin and asked for a new assignment, in that order (the plugin has
+    read the plan before any member's next heartbeat reaches the coordinator)."""
+    admin = AdminClient({**config, "log_level": 0})
+    ensure_plan_topic(admin, timeout=timeout)
+    write_plan(config, group, plan, timeout=timeout)
+    opt_in = {names.ASSIGNOR_NAME_CONFIG: names.ASSIGNOR_NAME}
+    request_assignment(admin, group, f"g{plan.generation}", opt_in, timeout=timeout)

@@ -27,8 +27,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from smoothscale.contract.streams_protocol import BROKER_ASSIGNORS_CONFIG
+from smoothscale.contract.publication import Publication
+from smoothscale.contract.streams_protocol import ASSIGNOR_NAME, ASSIGNOR_NAME_CONFIG, BROKER_ASSIGNORS_CONFIG
 
+from ..control.streamsassignor import loads_plugin
+from .groupviews import read_group_view
+from .plans import request_assignment
+from .streamsgroup import targets
 from .view import ClusterView, GroupMemberView, GroupView, changelog_store
 
 _AUTHENTICATION = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
@@ -38,6 +43,10 @@ _NO_GROUP_YET = {
     KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
 }
+STALE_GROUP_VIEW = 30.0
+"""Seconds after which a group view is old: the plugin writes one at least every 10 s while it assigns the
+group (`GroupViewPublisher.KEEPALIVE`), so an older one means no broker does (the coordinator moved, or it
+never assigned the group with the plugin)."""
 _UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}
 
 
@@ -57,10 +66,13 @@ def read_cluster(
     input_topics: Sequence[str],
     timeout: float,
     now: datetime,
-    streams_assignors: bool = False,
+    streams_protocol: bool = False,
+    published: Publication | None = None,
 ) -> ClusterView:
-    """Brokers and racks, the input topics' replicas, the changelogs' end offsets and the group; with
-    `streams_assignors` (an app on `group.protocol=streams`) also every broker's `group.streams.assignors`."""
+    """Brokers and racks, the input topics' replicas, the changelogs' end offsets and the group. For an app
+    on `group.protocol=streams` (`streams_protocol`) the group is the streams group as the broker plugin
+    published it (`groupviews`), with every broker's `group.streams.assignors`; when the group's target
+    assignment is not the `published` plan, the coordinator is asked for a new one (`targets`)."""
     errors: list[KafkaError] = []
     settings: dict[str, Any] = {
         **config,
@@ -75,9 +87,21 @@ def read_cluster(
             "KafkaConfigInvalid", f"the Kafka client rejects its settings: {error}"
         ) from error
     try:
-        view = _read(admin, application_id, input_topics, timeout, now)
-        if streams_assignors:
-            view = replace(view, streams_assignors=_streams_assignors(admin, view.brokers, timeout))
+        view = _read(admin, application_id, input_topics, timeout, now, classic_group=not streams_protocol)
+        if streams_protocol:
+            assignors = _streams_assignors(admin, view.brokers, timeout)
+            group = None
+            if assignors and all(loads_plugin(value) for value in assignors.values()):
+                group = read_group_view(config, application_id, timeout=timeout)
+                stale = group is None or (now - group.published_at).total_seconds() > STALE_GROUP_VIEW
+                if group is None or stale or (published is not None and not targets(group.view, published)):
+                    # no broker publishes the group's view (opt the group in and ask for an assignment,
+                    # which the plugin, falling back while it has no plan, answers by publishing the view),
+                    # or the coordinator's target is not the plan: its assignor answered before its plan
+                    # reader had the plan (seen 5 s late on a loaded broker), or a pod was not in the group
+                    opt_in = {ASSIGNOR_NAME_CONFIG: ASSIGNOR_NAME}
+                    request_assignment(admin, application_id, extra=opt_in, timeout=timeout)
+            view = replace(view, streams_assignors=assignors, streams_group=group)
         return view
     except KafkaException as error:
         admin.poll(0)  # serves error_cb: the errors met along the way (refused login, refused connection)
@@ -85,7 +109,13 @@ def read_cluster(
 
 
 def _read(
-    admin: AdminClient, application_id: str, input_topics: Sequence[str], timeout: float, now: datetime
+    admin: AdminClient,
+    application_id: str,
+    input_topics: Sequence[str],
+    timeout: float,
+    now: datetime,
+    *,
+    classic_group: bool,
 ) -> ClusterView:
     cluster = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout + 1)
     brokers = {node.id: node.rack or None for node in cluster.nodes}
@@ -108,7 +138,8 @@ def _read(
         brokers=brokers,
         replicas=replicas,
         end_offsets=end_offsets,
-        group=_group(admin, application_id, timeout),
+        group=_group(admin, application_id, timeout) if classic_group else None,
+        partitions={topic: len(found.partitions) for topic, found in metadata.topics.items()},
     )
 
 
@@ -128,14 +159,16 @@ def _end_offsets(admin: AdminClient, partitions: Mapping[str, int], timeout: flo
 
 def _streams_assignors(admin: AdminClient, brokers: Iterable[int], timeout: float) -> dict[int, str | None]:
     """Each broker's `group.streams.assignors` (None: the broker does not know the setting, Kafka before
-    4.4). Every broker is asked: any of them may become the group's coordinator."""
-    resources = [ConfigResource(ResourceType.BROKER, str(node)) for node in sorted(brokers)]
-    if not resources:
-        return {}
+    4.4). Every broker is asked: any of them may become the group's coordinator. One request per broker
+    (librdkafka allows one BROKER resource per call), all in flight at once."""
+    futures = {
+        node: admin.describe_configs([_broker(node)], request_timeout=timeout) for node in sorted(brokers)
+    }
     found: dict[int, str | None] = {}
-    for resource, future in admin.describe_configs(resources, request_timeout=timeout).items():
-        entry = future.result(timeout=timeout + 1).get(BROKER_ASSIGNORS_CONFIG)
-        found[int(resource.name)] = entry.value if entry is not None else None
+    for node, described in futures.items():
+        for future in described.values():
+            entry = future.result(timeout=timeout + 1).get(BROKER_ASSIGNORS_CONFIG)
+            found[node] = entry.value if entry is not None else None
     return found
 
 
@@ -192,3 +225,7 @@ def _explain(error: KafkaException, seen: Sequence[KafkaError], config: Mapping[
     if first is not None and first.code() == KafkaError._TIMED_OUT:
         return KafkaReadError("KafkaUnreachable", f"no answer from Kafka at {servers}: {first.str()}")
     return KafkaReadError("KafkaReadFailed", f"reading Kafka at {servers} failed: {error}")
+
+
+def _broker(node: int) -> ConfigResource:
+    return ConfigResource(ResourceType.BROKER, str(node))

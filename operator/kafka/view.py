@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ..resource import StreamsAppSpec
 from ..resource.kafkastatus import ChangelogStatus, ConsumerGroupMember, ConsumerGroupStatus, KafkaStatus
+from .groupviews import StreamsGroupRead
 
 CHANGELOG_SUFFIX = "-changelog"
 
@@ -56,6 +58,10 @@ class ClusterView:
     streams_assignors: Mapping[int, str | None] | None = None
     """Node id -> its `group.streams.assignors` (None: unknown to that broker); None: not read (the app
     runs the classic protocol)."""
+    streams_group: StreamsGroupRead | None = None
+    """The streams group as the broker plugin last published it (apps on the streams protocol)."""
+    partitions: Mapping[str, int] = field(default_factory=dict)
+    """Topic -> its number of partitions (every topic of the cluster)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,10 @@ class KafkaFacts:
     status: KafkaStatus | None = None
     streams_assignors: Mapping[int, str | None] | None = None
     """As `ClusterView.streams_assignors`."""
+    streams_group: StreamsGroupRead | None = None
+    """As `ClusterView.streams_group`."""
+    partitions: Mapping[str, int] = field(default_factory=dict)
+    """As `ClusterView.partitions`."""
 
 
 def changelog_store(application_id: str, topic: str) -> str | None:
@@ -141,13 +151,36 @@ def facts(spec: StreamsAppSpec, application_id: str, view: ClusterView) -> Kafka
             for topic, owner in sorted(owners.items())
         ],
         unmapped_changelog_topics=unmapped,
-        group=_group_status(view.group),
+        group=_streams_group_status(application_id, view.streams_group.view)
+        if view.streams_group is not None and view.streams_group.view is not None
+        else _group_status(view.group),
     )
     return KafkaFacts(
         racks=racks,
         changelog_offsets=changelog_offsets(owners, view.end_offsets),
         status=status,
         streams_assignors=view.streams_assignors,
+        streams_group=view.streams_group,
+        partitions=view.partitions,
+    )
+
+
+def _streams_group_status(group_id: str, view: Mapping[str, Any]) -> ConsumerGroupStatus:
+    """A streams group (KIP-1071) as the broker plugin published it: its members' pods and tasks."""
+    return ConsumerGroupStatus(
+        group_id=group_id,
+        state=str(view.get("state") or "Unknown").capitalize().replace("_", ""),
+        protocol=f"streams/{view.get('assignor') or ''}",
+        members=[
+            ConsumerGroupMember(
+                member_id=member["memberId"],
+                client_id=member.get("clientId") or "",
+                pod=member.get("pod"),
+                active_tasks=sorted(member["assignment"]["active"]),
+                standby_tasks=sorted({*member["assignment"]["standby"], *member["assignment"]["warmup"]}),
+            )
+            for member in sorted(view["members"], key=lambda m: (m.get("pod") or "", m["memberId"]))
+        ],
     )
 
 

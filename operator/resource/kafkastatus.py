@@ -32,8 +32,16 @@ class ConsumerGroupMember(StatusModel):
     client_id: str = Field(
         description="Its client.id (Kafka Streams: <application.id>-<uuid>-StreamThread-<n>)."
     )
-    host: str = Field(description="The address it connected from.")
-    partitions: int = Field(0, ge=0, description="Partitions assigned to it.")
+    host: str = Field("", description="The address it connected from (classic groups).")
+    partitions: int = Field(0, ge=0, description="Partitions assigned to it (classic groups).")
+    pod: str | None = Field(None, description="Its pod (streams groups: the client tag smoothscale.pod).")
+    active_tasks: list[str] = Field(
+        default_factory=list, description="Active tasks it runs (streams groups, in Kafka's view)."
+    )
+    standby_tasks: list[str] = Field(
+        default_factory=list,
+        description="Standby tasks it keeps, warmups the plugin gives included (streams groups).",
+    )
 
 
 class ConsumerGroupStatus(StatusModel):
@@ -41,7 +49,11 @@ class ConsumerGroupStatus(StatusModel):
 
     group_id: str = Field(description="The group id, which is the application.id.")
     state: str = Field(description="Stable, PreparingRebalance, CompletingRebalance, Empty, Dead or Unknown.")
-    protocol: str = Field("", description="The assignment protocol in use (Kafka Streams: stream).")
+    protocol: str = Field(
+        "",
+        description="The assignment protocol in use (classic Kafka Streams groups: stream); for a streams "
+        "group (group.protocol=streams), streams and the broker-side assignor, e.g. streams/smoothscale.",
+    )
     coordinator: int | None = Field(None, description="Node id of the broker coordinating the group.")
     members: list[ConsumerGroupMember] = Field(default_factory=list, description="The group's members.")
 

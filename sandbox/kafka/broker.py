@@ -84,7 +84,10 @@ class KafkaCluster:
         libs: Path | None = None,
         cluster_id: str | None = None,
         streams_assignor: Path | None = None,
+        advertise: str | None = None,
     ) -> None:
+        """`advertise`: an address of this host forwarded to loopback, where clients elsewhere (a real node's
+        pods) reach the brokers (`forwarded_bootstrap_servers`, `config.server_properties`)."""
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         chosen_racks: Sequence[str | None]
@@ -106,17 +109,21 @@ class KafkaCluster:
         self.streams_assignor = streams_assignor
         """The jar of smoothscale's broker-side streams assignor, loaded by every node (None: not loaded)."""
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        ports = _free_ports(brokers * (2 + (sasl_users is not None) + tls))
+        self.advertise = advertise
+        ports = _free_ports(brokers * (2 + (sasl_users is not None) + tls + (advertise is not None)))
         self._nodes: dict[int, _Node] = {}
         for index, rack in enumerate(chosen_racks):
             node_id = index + 1
             sasl = ports.pop() if sasl_users is not None else None
             tls_port = ports.pop() if tls else None
+            forwarded = ports.pop() if advertise is not None else None
             config = NodeConfig(
                 node_id=node_id,
                 rack=rack,
                 data_dir=work_dir / f"broker-{node_id}" / "data",
-                ports=NodePorts(client=ports.pop(), controller=ports.pop(), sasl=sasl, tls=tls_port),
+                ports=NodePorts(
+                    client=ports.pop(), controller=ports.pop(), sasl=sasl, tls=tls_port, forwarded=forwarded
+                ),
             )
             self._nodes[node_id] = _Node(
                 config=config,
@@ -146,6 +153,18 @@ class KafkaCluster:
         if self.certificate is None:
             raise ValueError("this cluster was started without tls")
         return ",".join(f"{LOOPBACK}:{node.config.ports.tls}" for node in self._nodes.values())
+
+    @property
+    def forwarded_ports(self) -> list[int]:
+        """The ports of the listeners advertised at `advertise` (bound on 127.0.0.1): to be forwarded."""
+        return [node.config.ports.forwarded for node in self._nodes.values() if node.config.ports.forwarded]
+
+    @property
+    def forwarded_bootstrap_servers(self) -> str:
+        """Those listeners at the advertised address, `host:port,...`; only with `advertise`."""
+        if self.advertise is None:
+            raise ValueError("this cluster was started without advertise")
+        return ",".join(f"{self.advertise}:{port}" for port in self.forwarded_ports)
 
     @property
     def node_ids(self) -> list[int]:
@@ -253,6 +272,7 @@ class KafkaCluster:
                 self.sasl_users,
                 self.certificate,
                 streams_assignor=None if self.streams_assignor is None else streams_protocol.ASSIGNOR_CLASS,
+                advertise=self.advertise,
             )
             node.properties_file.write_text(render(properties))
             command = [

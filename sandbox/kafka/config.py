@@ -10,6 +10,12 @@ With `sasl_users`, every node also listens for SASL/PLAIN clients (users and pas
 port of its own, and with `tls` (a certificate for 127.0.0.1) for TLS clients on another: the operator's
 credential handling is tested against them.
 
+With `advertise` (an address of this host that forwards to loopback: a real node's pods reach the brokers at
+their bridge's gateway, `real_node.RealNode(forward_ports=...)`), every node also listens for PLAINTEXT
+clients on a port of its own (`NodePorts.forwarded`), still on 127.0.0.1, and advertises it at that address:
+a client bootstrapped there is told to reach every broker there, one on loopback at 127.0.0.1 (Kafka tells
+each client the addresses of the listener it came in on). Brokers talk to each other on loopback.
+
 Streams groups (KIP-1071) start at once too, and their heartbeat and session bounds are wide enough for a
 group config to shorten both (a test's group reacts in well under Kafka's 5 s heartbeat default). With
 `streams_assignor` (a class name) every node also loads that broker-side streams assignor (KIP-1357) after
@@ -25,6 +31,8 @@ from pathlib import Path
 from .certs import ServerCertificate
 
 LOOPBACK = "127.0.0.1"
+FORWARDED = "FORWARDED"
+"""The listener bound on loopback but advertised at the address that forwards to it."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class NodePorts:
     controller: int
     sasl: int | None = None
     tls: int | None = None
+    forwarded: int | None = None
+    """The listener advertised at another address (`server_properties(advertise=...)`)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ def server_properties(
     sasl_users: Mapping[str, str] | None = None,
     tls: ServerCertificate | None = None,
     streams_assignor: str | None = None,
+    advertise: str | None = None,
 ) -> dict[str, str]:
     """The properties of `node` in a cluster whose controller quorum is `voters` (every node)."""
     replication = str(min(3, len(voters)))
@@ -101,10 +112,16 @@ def server_properties(
         properties["listener.name.ssl.ssl.keystore.type"] = "PEM"
         properties["listener.name.ssl.ssl.keystore.certificate.chain"] = tls.chain_pem
         properties["listener.name.ssl.ssl.keystore.key"] = tls.key_pem
-    advertised = [f"{name}://{LOOPBACK}:{port}" for name, port in client_listeners.items()]
-    properties["listeners"] = ",".join([*advertised, f"CONTROLLER://{LOOPBACK}:{node.ports.controller}"])
-    properties["advertised.listeners"] = ",".join(advertised)
+    bound = [f"{name}://{LOOPBACK}:{port}" for name, port in client_listeners.items()]
+    advertised = list(bound)
     protocols = [f"{name}:{name}" for name in client_listeners]
+    if advertise is not None:
+        port = _port(node, node.ports.forwarded, "an advertised address")
+        bound.append(f"{FORWARDED}://{LOOPBACK}:{port}")
+        advertised.append(f"{FORWARDED}://{advertise}:{port}")
+        protocols.append(f"{FORWARDED}:PLAINTEXT")
+    properties["listeners"] = ",".join([*bound, f"CONTROLLER://{LOOPBACK}:{node.ports.controller}"])
+    properties["advertised.listeners"] = ",".join(advertised)
     properties["listener.security.protocol.map"] = ",".join([*protocols, "CONTROLLER:PLAINTEXT"])
     return properties
 

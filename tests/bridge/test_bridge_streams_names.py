@@ -22,3 +22,5 @@ def test_the_plugin_and_the_operator_use_the_same_names() -> None:
     package, _, simple = names.ASSIGNOR_CLASS.rpartition(".")
     assert f"package {package};" in assignor
     assert f"public final class {simple} implements TaskAssignor" in assignor
+    publisher = (SOURCES / "GroupViewPublisher.java").read_text()
+    assert f'DEFAULT_TOPIC = "{names.GROUPS_TOPIC}"' in publisher

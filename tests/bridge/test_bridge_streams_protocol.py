@@ -21,6 +21,8 @@ from confluent_kafka.admin import AdminClient
 from smoothscale.contract import streams_protocol as names
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.kafka import plans
+from smoothscale.sandbox.addresses import random_block
+from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import (
     SampleApp,
@@ -30,7 +32,9 @@ from smoothscale.sandbox.kafka_streams import (
     expected_totals,
     latest_totals,
     produce_orders,
+    streams_protocol_app,
 )
+from smoothscale.sandbox.streams_app import settle_streams_protocol, streams_app
 
 pytestmark = pytest.mark.slow
 
@@ -134,7 +138,7 @@ def test_members_run_the_plugins_plan_and_a_new_plan_takes_effect(
     )
     written = time.monotonic()
     plans.write_plan({"bootstrap.servers": bootstrap}, APP, moved)
-    plans.request_assignment(admin, APP)
+    plans.request_assignment(admin, APP, "g2")
     ran = wait_for(lambda: runs(moved), "the members running generation 2", 60, seen)
     print(f"generation 2 ran on both pods {ran - written:.2f} s after it was written")
     # 4 to 7 s on this machine at load average 10 to 20; 20 s and more at 50 (docs/streams-protocol.md)
@@ -146,3 +150,48 @@ def test_members_run_the_plugins_plan_and_a_new_plan_takes_effect(
         assert orders_app.instances[pod].process.poll() is None, f"{pod} kept running: no restart was needed"
     logs = "".join(path.read_text(errors="replace") for path in cluster.log_dir.glob("broker-*/server.log"))
     assert "follows plan generation 2" in logs
+
+
+OPERATED = "sp-operated"
+PARTITIONS = 4
+
+
+@pytest.mark.timeout(900)
+def test_the_operator_drives_a_streams_protocol_app_through_the_plugin(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """The operator, not the test, takes the sample app on `group.protocol=streams` 3 -> 6 -> 3: it reads the
+    group through Kafka (the view the plugin publishes: members, pods, racks, task offsets, topology; no pod
+    is scraped), plans, writes each plan to the plan topic and asks for an assignment. At every step Kafka's
+    own view of the group is the plan; every order is counted once."""
+    bootstrap = cluster.bootstrap_servers
+    orders, totals = create_sample_topics(bootstrap, "operated", PARTITIONS)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    plans.set_group_configs(admin, OPERATED, {**FAST_GROUP, "streams.task.offset.interval.ms": "1000"})
+    tasks = 2 * PARTITIONS
+    with Sandbox(
+        tmp_path / "sandbox",
+        kafka_bootstrap=bootstrap,
+        first_address=random_block(),
+        kafka_app=streams_protocol_app(),
+    ) as sandbox:
+        sandbox.apply(streams_app(OPERATED, orders, totals, 3, acceptable_lag=5, streams_protocol=bootstrap))
+        produce_orders(bootstrap, orders, 0, 300)
+        first = settle_streams_protocol(sandbox, OPERATED, bootstrap, 3, tasks)
+        status = sandbox.app(OPERATED)["status"]
+        sandbox.patch_app(OPERATED, {"spec": {"replicas": 6}})
+        produce_orders(bootstrap, orders, 300, 300)
+        six = settle_streams_protocol(sandbox, OPERATED, bootstrap, 6, tasks)
+        sandbox.patch_app(OPERATED, {"spec": {"replicas": 3}})
+        produce_orders(bootstrap, orders, 600, 300)
+        three = settle_streams_protocol(sandbox, OPERATED, bootstrap, 3, tasks)
+    assert latest_totals(bootstrap, totals, 900) == expected_totals(900), "every order counted once"
+    assert first.generation < six.generation < three.generation
+    assert sum(1 for roles in six.assignment.values() if roles.active) == 6
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["StreamsAssignorMissing"]["status"] == "False"
+    learned = {sub["name"]: (sub["partitions"], sub["inputTopics"]) for sub in status["topology"]}
+    repartition = f"{OPERATED}-by-customer-repartition"
+    assert learned == {"0": (PARTITIONS, [orders]), "1": (PARTITIONS, [repartition])}, status["topology"]
+    assert status["kafka"]["group"]["groupId"] == OPERATED
+    assert conditions["Degraded"]["status"] == "False", "no pod is scraped: they serve no metrics"

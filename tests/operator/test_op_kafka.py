@@ -239,7 +239,7 @@ def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
 
 
 def test_a_streams_protocol_app_on_brokers_without_the_plugin_is_told_what_to_install(
-    kafka_broker: KafkaCluster,
+    kafka_racks: KafkaCluster,
     plugin_kafka: KafkaCluster,
     kube: Kubectl,
     fake: MemoryRuntime,
@@ -249,7 +249,7 @@ def test_a_streams_protocol_app_on_brokers_without_the_plugin_is_told_what_to_in
         return kube.condition("StreamsAssignorMissing")
 
     with run_operator():
-        kube.apply(kafka_app(kafka_broker.bootstrap_servers, groupProtocol="streams"))
+        kube.apply(kafka_app(kafka_racks.bootstrap_servers, groupProtocol="streams"))
         lacking = wait_for(
             lambda: missing().get("status") == "True" and missing(), timeout=30, what="StreamsAssignorMissing"
         )
@@ -262,7 +262,8 @@ def test_a_streams_protocol_app_on_brokers_without_the_plugin_is_told_what_to_in
         )
         loaded = missing()
         reasons = [(kind, reason) for kind, reason, _ in kube.events()]
-    assert "broker(s) 1 (group.streams.assignors=sticky)" in lacking["message"]
+    assert "broker(s) 1 (group.streams.assignors=sticky), 2 (" in lacking["message"], "every broker is read"
+    assert ", 3 (group.streams.assignors=sticky) do not load" in lacking["message"]
     assert "io.smoothscale.broker.SmoothscaleTaskAssignor" in lacking["message"]
     assert "Installing the plugin" in lacking["message"] and "roll the brokers" in lacking["message"]
     assert warned == [lacking["message"]]

@@ -241,6 +241,7 @@ async def _operator_rounds(
                 listed = core.list_namespaced_pod(NAMESPACE).items
                 scraper.answer = world.metrics(index, published)
                 seen = len(journal.read_text().splitlines()) if journal.exists() else 0
+                reconciler.pods_changed()  # kopf's pod_changed: the world's pods may have changed
                 await reconciler.reconcile(Observation(body=_body(spec, generation), zones=ZONES))
                 published = reconciler.publication
                 steps = [

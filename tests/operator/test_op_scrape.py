@@ -177,3 +177,37 @@ def test_the_fast_path_reads_what_prometheus_client_reads(lines: list[str]) -> N
     except ValueError:
         fast = None
     assert fast == expected
+
+
+async def test_an_unchanged_exposition_is_not_parsed_again_and_a_changed_one_is() -> None:
+    """A steady pod sends the same bytes every scrape: its last metrics are returned as they were (the very
+    same value); any change, or another app's metric names, is parsed afresh."""
+    served = {"text": EXPOSITION}
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(text=served["text"])
+
+    application = web.Application()
+    application.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(application, shutdown_timeout=0.1)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    urls = {"pod-0": f"http://127.0.0.1:{runner.addresses[0][1]}/metrics"}
+    scraper = Scraper(timeout=2.0)
+    try:
+        first = (await scraper.scrape_all(urls, NAMES))["pod-0"]
+        again = (await scraper.scrape_all(urls, NAMES))["pod-0"]
+        assert first == parse_metrics(EXPOSITION, NAMES) and again is first
+        served["text"] = EXPOSITION.replace("} 7", "} 8", 1)
+        changed = (await scraper.scrape_all(urls, NAMES))["pod-0"]
+        assert changed == parse_metrics(served["text"], NAMES) and changed != first
+        served["text"] = "<html>oops</html>"
+        broken = (await scraper.scrape_all(urls, NAMES))["pod-0"]
+        assert isinstance(broken, ScrapeFailure) and broken.reason is FailureReason.INVALID_METRICS
+        renamed = MetricNames(task_lag="other_lag")
+        served["text"] = EXPOSITION
+        other = (await scraper.scrape_all(urls, renamed))["pod-0"]
+        assert other == parse_metrics(EXPOSITION, renamed) and other != first
+    finally:
+        await scraper.close()
+        await runner.cleanup()

@@ -56,3 +56,94 @@ def test_the_group_becomes_the_planners_input() -> None:
     # pod-1 holds 1_0 within the acceptable lag: the planner may move it there at once, never 1_1
     moved = plan(snapshot).assignment["pod-1"].active
     assert "1_1" not in moved
+
+
+def running_member(pod: str, active: list[str], standby: list[str]) -> dict[str, Any]:
+    return {
+        **member(pod, "zone-a", {"1_0": 480}, {"1_0": 500}),
+        "assignment": {"active": active, "standby": standby, "warmup": []},
+    }
+
+
+TOPOLOGY_VIEW: dict[str, Any] = {
+    "subtopologies": [
+        {"id": "0", "sourceTopics": ["orders"], "repartitionSourceTopics": [], "changelogTopics": []},
+        {
+            "id": "1",
+            "sourceTopics": [],
+            "repartitionSourceTopics": ["app-by-customer-repartition"],
+            "changelogTopics": ["app-totals-changelog"],
+        },
+    ],
+    "members": [
+        running_member("pod-0", ["0_0", "1_1"], ["1_0"]),
+        running_member("pod-1", ["0_1"], []),
+        running_member("pod-1", ["1_0"], []),
+    ],
+}
+
+
+def test_what_a_pod_would_report_comes_from_kafkas_view_of_the_group() -> None:
+    """Under the streams protocol no pod is scraped: its lags, the topology and whether it runs the
+    published generation come from the group as Kafka describes it."""
+    published = Publication(
+        generation=7,
+        assignment={
+            "pod-0": ClientAssignment(active=["0_0", "1_1"], warmup=["1_0"]),
+            "pod-1": ClientAssignment(active=["0_1", "1_0"], standby=["1_1"]),
+        },
+    )
+    partitions = {"orders": 2, "app-by-customer-repartition": 2, "app-totals-changelog": 2}
+    results = streamsgroup.pod_results(TOPOLOGY_VIEW, published, partitions, {"1_0": 510})
+    assert sorted(results) == ["pod-0", "pod-1"]
+    assert results["pod-0"].generation == 7, "runs its part of generation 7 (a warmup is a standby there)"
+    assert results["pod-1"].generation == 6, "its standby 1_1 is not there yet: not handed over"
+    assert results["pod-0"].lags == {"0_0": 0, "1_1": 0, "1_0": 30}, "against the changelog's end read"
+    assert results["pod-1"].lags == {"0_1": 0, "1_0": 0}, "an active its members run is caught up"
+    topology = {sub.name: sub for sub in results["pod-0"].topology}
+    assert (topology["0"].partitions, topology["0"].stateful, topology["0"].input_topics) == (
+        2,
+        False,
+        ("orders",),
+    )
+    assert topology["1"].input_topics == ("app-by-customer-repartition",) and topology["1"].stateful
+    assert streamsgroup.learned_topology(TOPOLOGY_VIEW, {"orders": 2}) == (), "a topic not there yet"
+
+
+def test_an_end_offset_not_known_yet_makes_no_copy_caught_up() -> None:
+    """Kafka Streams 4.4 reports an end offset it does not know yet as Long.MAX_VALUE, and often none at all:
+    such a copy gets no lag (the planner counts it as not caught up), never lag 0 or an overflow."""
+    copy = {
+        **member("pod-5", "zone-c", {"1_1": 17, "1_2": 3}, {"1_1": 2**63 - 1}),
+        "assignment": {"active": [], "standby": ["1_1", "1_2"], "warmup": []},
+    }
+    view = {**TOPOLOGY_VIEW, "members": [copy]}
+    results = streamsgroup.pod_results(view, Publication(generation=1), {}, {"1_2": 5})
+    assert results["pod-5"].lags == {"1_2": 2}
+
+
+def test_a_target_assignment_other_than_the_plan_is_noticed() -> None:
+    """The operator asks the coordinator again when its target is not the plan (the plugin answered before
+    its plan reader had the plan): the target is compared, a warmup being a standby there."""
+    view = {
+        **TOPOLOGY_VIEW,
+        "members": [
+            {**m, "targetAssignment": m["assignment"]}
+            for m in TOPOLOGY_VIEW["members"]  # what runs now
+        ],
+    }
+    runs = Publication(
+        generation=3,
+        assignment={
+            "pod-0": ClientAssignment(active=["0_0", "1_1"], warmup=["1_0"]),
+            "pod-1": ClientAssignment(active=["0_1", "1_0"]),
+        },
+    )
+    assert streamsgroup.targets(view, runs)
+    one_less = ClientAssignment(active=["0_1"])
+    moved = Publication(generation=4, assignment={**runs.assignment, "pod-1": one_less})
+    assert not streamsgroup.targets(view, moved)
+    absent = ClientAssignment(active=["1_0"])
+    elsewhere = Publication(generation=4, assignment={**runs.assignment, "pod-9": absent})
+    assert not streamsgroup.targets(view, elsewhere), "a pod the plan names is not in the group"
+    assert streamsgroup.targets(view, Publication(generation=0)), "nothing planned yet"

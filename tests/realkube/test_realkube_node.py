@@ -28,21 +28,25 @@ import pytest
 from realkube_kit import ROOT, built_binaries, sibling_kit, wait_for
 
 from smoothscale.sandbox.control_plane import Binaries, ControlPlane, RunningControlPlane
+from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.real_node import ZONE_LABEL, NodeBinaries, RealNode, RunningNode
 from smoothscale.sandbox.real_node_demo import (
+    APP_NAMESPACE,
     NODE_CONTROLLERS,
     RELEASE_NAMESPACE,
     RealNodeWalk,
     chart_release,
     create_worker_app,
 )
+from smoothscale.sandbox.real_node_kafka import KAFKA_NAMESPACE, walk_java_app
+from smoothscale.sandbox.real_node_kafka import STEPS as JAVA_STEPS
 
 pytestmark = pytest.mark.slow
 install = sibling_kit("install", "install_testkit")
 
 NODE_BUILD = ROOT / "tools" / "node" / "build.sh"
 NODE_IMAGES = ROOT / "tools" / "node" / "images.sh"
-SUBNET = "10.244.27.0/24"
+JAVA_IMAGE = ROOT / "tools" / "image" / "java-app.sh"
 
 
 def _run(script: Path) -> list[str]:
@@ -72,25 +76,33 @@ def _timed(step: str) -> Iterator[None]:
         STEP_SECONDS[step] = round(time.monotonic() - started, 1)
 
 
+ZONES = ("zone-a", "zone-b")
+"""One real node per zone, each with its own bridge, pod subnet and cgroup root (`RealNode`)."""
+NodeCluster = tuple[RunningControlPlane, list[RunningNode], str]
+
+
 @pytest.fixture(scope="module")
-def node_cluster(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[RunningControlPlane, RunningNode, str]]:
+def node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeCluster]:
     binaries = _node_binaries()
     with _timed("images (tools/node/images.sh)"):
         image, sandbox_image, archive = _run(NODE_IMAGES)[-3:]
     root = tmp_path_factory.mktemp("node-control-plane")
-    node_root = Path(tempfile.mkdtemp(prefix="ssnode-"))  # short: containerd's socket lives there
+    node_roots = [Path(tempfile.mkdtemp(prefix="ssnode-")) for _ in ZONES]  # short: containerd's socket
     try:
-        yield from _started(root, node_root, binaries, image, sandbox_image, Path(archive))
+        yield from _started(root, node_roots, binaries, image, sandbox_image, Path(archive))
     finally:
-        shutil.rmtree(node_root, ignore_errors=True)  # containerd's unpacked images: hundreds of MB
+        for node_root in node_roots:
+            shutil.rmtree(node_root, ignore_errors=True)  # containerd's unpacked images: hundreds of MB
         print(json.dumps({"real_node_step_seconds": STEP_SECONDS}))
 
 
+def _subnet(index: int) -> str:
+    return f"10.244.{27 + index}.0/24"
+
+
 def _started(
-    root: Path, node_root: Path, binaries: NodeBinaries, image: str, sandbox_image: str, archive: Path
-) -> Iterator[tuple[RunningControlPlane, RunningNode, str]]:
+    root: Path, node_roots: list[Path], binaries: NodeBinaries, image: str, sandbox_image: str, archive: Path
+) -> Iterator[NodeCluster]:
     with contextlib.ExitStack() as stack:
         control_plane = ControlPlane(
             root,
@@ -101,23 +113,33 @@ def _started(
         with _timed("control plane start (with kube-scheduler)"):
             cp = control_plane.start()
         stack.callback(_timed_call, "control plane stop", control_plane.stop)
-        node = RealNode(
-            node_root,
-            binaries,
-            cp,
-            name="real-zone-a",
-            zone="zone-a",
-            images=archive,
-            sandbox_image=sandbox_image,
-            pod_subnet=SUBNET,
-        )
-        with _timed("node start (containerd, images imported, kubelet Ready)"):
-            running = node.start()
-        stack.callback(_timed_call, "node stop (its pods deleted, kubelet, containerd)", node.stop)
-        yield cp, running, image
-    pgrep = subprocess.run(["pgrep", "-f", str(node_root)], capture_output=True, text=True, check=False)
-    leftovers = pgrep.stdout.split()
-    assert not leftovers, f"processes of the node still running after it stopped: {leftovers}"
+        nodes = []
+        for index, (zone, node_root) in enumerate(zip(ZONES, node_roots, strict=True)):
+            node = RealNode(
+                node_root,
+                binaries,
+                cp,
+                name=f"real-{zone}",
+                zone=zone,
+                images=archive,
+                sandbox_image=sandbox_image,
+                pod_subnet=_subnet(index),
+                bridge=f"smoothscale{index}",
+            )
+            with _timed(f"node {node.name} start (containerd, images imported, kubelet Ready)"):
+                nodes.append(node.start())
+            stack.callback(
+                _timed_call, f"node {node.name} stop (its pods deleted, kubelet, containerd)", node.stop
+            )
+        yield cp, nodes, image
+    for node_root in node_roots:
+        pgrep = subprocess.run(["pgrep", "-f", str(node_root)], capture_output=True, text=True, check=False)
+        leftovers = pgrep.stdout.split()
+        assert not leftovers, f"processes of the node still running after it stopped: {leftovers}"
+    for index in range(len(ZONES)):
+        assert not Path(f"/sys/class/net/smoothscale{index}").exists(), "the node's bridge is removed"
+        for hierarchy in ("cpu", "memory", "pids"):
+            assert not Path(f"/sys/fs/cgroup/{hierarchy}/smoothscale-real-{ZONES[index]}").exists()
 
 
 def _timed_call(step: str, call: Callable[[], None]) -> None:
@@ -125,10 +147,8 @@ def _timed_call(step: str, call: Callable[[], None]) -> None:
         call()
 
 
-def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(
-    node_cluster: tuple[RunningControlPlane, RunningNode, str],
-) -> None:
-    cp, node, image = node_cluster
+def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(node_cluster: NodeCluster) -> None:
+    cp, nodes, image = node_cluster
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -148,8 +168,8 @@ def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(
     }
     with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
         core = kubernetes.client.CoreV1Api(api)
-        labels = core.read_node(node.name).metadata.labels
-        assert labels[ZONE_LABEL] == "zone-a"
+        zones = [core.read_node(node.name).metadata.labels[ZONE_LABEL] for node in nodes]
+        assert zones == list(ZONES), "each real node registered with its zone"
         core.create_namespaced_pod("default", pod)
 
         def ready() -> kubernetes.client.V1Pod | None:
@@ -158,8 +178,11 @@ def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(
             return found if any(c.type == "Ready" and c.status == "True" for c in conditions) else None
 
         running = wait_for(ready, timeout=180, what="the pod Ready (the kubelet's httpGet probe passing)")
-    assert running.spec.node_name == node.name, "kube-scheduler bound it to the real node"
-    assert ipaddress.ip_address(running.status.pod_ip) in ipaddress.ip_network(SUBNET)
+    names = [node.name for node in nodes]
+    assert running.spec.node_name in names, "kube-scheduler bound it to a real node"
+    index = names.index(running.spec.node_name)
+    node = nodes[index]
+    assert ipaddress.ip_address(running.status.pod_ip) in ipaddress.ip_network(_subnet(index))
     status = running.status.container_statuses[0]
     assert status.ready and status.restart_count == 0 and status.state.running is not None
     assert status.image_id, "the kubelet reports the image the container runs"
@@ -172,9 +195,7 @@ OPERATOR_ACCOUNT = f"system:serviceaccount:{RELEASE_NAMESPACE}:smoothscale"
 
 
 @pytest.fixture(scope="module")
-def operator_release(
-    node_cluster: tuple[RunningControlPlane, RunningNode, str],
-) -> Iterator[kubernetes.client.V1Pod]:
+def operator_release(node_cluster: NodeCluster) -> Iterator[kubernetes.client.V1Pod]:
     """`helm install` of the chart with its default values (the image is the one imported into the node;
     pull policy IfNotPresent), waited on until the Deployment is available; uninstalled afterwards."""
     cp, _, _ = node_cluster
@@ -187,12 +208,11 @@ def operator_release(
 
 
 def test_the_chart_installs_the_operator_as_a_pod_with_its_own_credentials(
-    node_cluster: tuple[RunningControlPlane, RunningNode, str],
-    operator_release: kubernetes.client.V1Pod,
+    node_cluster: NodeCluster, operator_release: kubernetes.client.V1Pod
 ) -> None:
-    cp, node, _ = node_cluster
+    cp, nodes, _ = node_cluster
     pod = operator_release
-    assert pod.spec.node_name == node.name
+    (node,) = (node for node in nodes if node.name == pod.spec.node_name)
     (status,) = pod.status.container_statuses
     assert status.ready and status.restart_count == 0
     # What the runtime was told to run: the chart's securityContext, as containerd holds it.
@@ -228,19 +248,66 @@ def _watched_by(audit_log: Path, user: str, resource: str) -> bool:
 # -- a StreamsApp of the sample worker, its pods run by the real kubelet -------------------------------------
 
 
-def test_a_streams_app_runs_scales_and_recovers_on_the_real_node(
-    node_cluster: tuple[RunningControlPlane, RunningNode, str],
-    operator_release: kubernetes.client.V1Pod,
+def test_a_streams_app_runs_scales_and_recovers_on_the_real_nodes(
+    node_cluster: NodeCluster, operator_release: kubernetes.client.V1Pod
 ) -> None:
-    """`smoothscale demo --real-node`'s walk (`real_node_demo.RealNodeWalk`): 3 pods, 6, 3, a container's
-    process killed by the runtime, a pod deleted with a grace period; after each step the app settles,
-    balanced, and the operator's status agrees with the kubelet's pods; the workers' records show no task
-    processed by two processes at once, and every task processed."""
-    cp, node, image = node_cluster
-    records = node.root / "records"  # removed with the node's folder
+    """`smoothscale demo --real-node`'s walk (`real_node_demo.RealNodeWalk`): 3 pods, 6, 3, every pod
+    swapped for one of a new template, a container's process killed by the runtime, a pod deleted with a
+    grace period; after each step the app settles, balanced, and the operator's status agrees with the
+    kubelet's pods (the swap: none of the old pods left, no new one restarted); the workers' records show no
+    task processed by two processes at once, and every task processed."""
+    cp, nodes, image = node_cluster
+    records = nodes[0].root / "records"  # removed with the node's folder
     with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
         create_worker_app(api, image, records=records)
-        outcomes = RealNodeWalk(api, node, records=records).run()
+        try:
+            outcomes = RealNodeWalk(api, nodes, records=records).run()
+        finally:  # its pods stop now, not with the nodes: the next test has the CPU to itself
+            kubernetes.client.CoreV1Api(api).delete_namespace(APP_NAMESPACE)
     STEP_SECONDS.update({f"app settled: {o.name}": o.seconds or -1.0 for o in outcomes})
     assert [o.name for o in outcomes] == list(RealNodeWalk.STEPS), outcomes
-    assert all(o.seconds is not None and not o.violations for o in outcomes), outcomes
+    assert all(o.seconds is not None and not o.violations for o in outcomes), {
+        o.name: o.violations for o in outcomes if o.violations
+    }
+
+
+# -- the Java sample Kafka Streams app, from its own image, against three brokers ----------------------------
+
+
+JAVA_OPT_IN = "SMOOTHSCALE_REAL_NODE_JAVA"
+
+
+@pytest.mark.skipif(
+    os.environ.get(JAVA_OPT_IN) != "1",
+    reason=f"{JAVA_OPT_IN}=1 runs it: 3-6 minutes on two cores, beyond CI's budget (docs/real-node.md)",
+)
+@pytest.mark.timeout(1500)  # three steps of up to 300 s each, the brokers, the image's import and the checks
+def test_the_java_sample_app_scales_on_the_real_nodes_against_kafka(
+    node_cluster: NodeCluster, operator_release: kubernetes.client.V1Pod, tmp_path: Path
+) -> None:
+    """The sample Kafka Streams app's image (`tools/image/java-app.sh`) imported into the node; three brokers
+    on loopback that pods reach at the node's bridge address (a forwarded listener); the app scaled 3 -> 6
+    -> 3 with orders flowing: each step settles with Kafka's view of the group the operator's plan,
+    balanced, the status agreeing with the kubelet's pods, and every order is counted once in the totals."""
+    cp, nodes, _ = node_cluster
+    with _timed("java image (tools/image/java-app.sh)"):
+        image, archive = _run(JAVA_IMAGE)[-2:]
+    with _timed("java image imported"):
+        for node in nodes:
+            node.ctr("images", "import", archive)
+    started = time.monotonic()
+    with (
+        KafkaCluster(tmp_path / "kafka", brokers=3, advertise=nodes[0].gateway) as kafka,
+        kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api,
+    ):
+        STEP_SECONDS["java: 3 brokers started"] = round(time.monotonic() - started, 1)
+        try:
+            outcome = walk_java_app(api, nodes, kafka, image, tmp_path)
+        finally:  # its pods stop before the brokers do
+            kubernetes.client.CoreV1Api(api).delete_namespace(KAFKA_NAMESPACE)
+    STEP_SECONDS.update({f"java app settled: {o.name}": o.seconds or -1.0 for o in outcome.steps})
+    assert [o.name for o in outcome.steps] == list(RealNodeWalk.STEPS[:JAVA_STEPS]), outcome
+    assert all(o.seconds is not None and not o.violations for o in outcome.steps), {
+        o.name: o.violations for o in outcome.steps if o.violations
+    }
+    assert outcome.orders > 0 and not outcome.problems, (outcome.orders, outcome.problems)

@@ -23,7 +23,7 @@ import org.apache.kafka.common.errors.GroupIdNotFoundException;
  * [--watch-ms <interval>] <bootstrap> <group>...}: {@code {"timeMs": ..., "groups": {id: view}}}, one line per
  * interval with {@code --watch-ms}, the view {@code null} for a group that does not exist. Per member: pod ({@code smoothscale.pod} tag), rack, process, epoch, the assignment
  * it runs and its target, task offsets and end offsets; per group: epochs, state and the assignor's name.
- * A tool for the sandbox, tests and the operator; never loaded by the broker.
+ * A tool for the sandbox and tests; the broker's {@link GroupViewPublisher} writes the same views to a topic.
  */
 public final class GroupView {
     private GroupView() {}
@@ -68,7 +68,7 @@ public final class GroupView {
         }
     }
 
-    private static Map<String, Object> describe(StreamsGroupDescription group) {
+    static Map<String, Object> describe(StreamsGroupDescription group) {
         Map<String, Object> view = new LinkedHashMap<>();
         view.put("state", String.valueOf(group.groupState()));
         view.put("groupEpoch", group.groupEpoch());

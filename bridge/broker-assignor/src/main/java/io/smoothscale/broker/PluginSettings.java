@@ -19,11 +19,17 @@ import java.util.function.Function;
  *   holding the plan topic, normally the broker's own; unset: the plugin follows no plan and always falls back.
  *   <li>{@code smoothscale.plans.topic} ({@code SMOOTHSCALE_PLANS_TOPIC}, default {@code smoothscale-plans}).
  *   <li>{@code smoothscale.plans.client.config} ({@code SMOOTHSCALE_PLANS_CLIENT_CONFIG}): a properties file
- *   of further consumer settings (security protocol, SASL, TLS) for that cluster.
+ *   of further client settings (security protocol, SASL, TLS) for that cluster.
+ *   <li>{@code smoothscale.groups.topic} ({@code SMOOTHSCALE_GROUPS_TOPIC}, default {@code smoothscale-groups}):
+ *   where {@link GroupViewPublisher} writes the views of the groups this broker assigns, in the same cluster.
+ *   <li>{@code smoothscale.groups.interval.ms} ({@code SMOOTHSCALE_GROUPS_INTERVAL_MS}, default 1000): how
+ *   often it describes them.
  * </ul>
  */
-public record PluginSettings(String bootstrapServers, String topic, Properties clientConfig) {
+public record PluginSettings(
+    String bootstrapServers, String topic, Properties clientConfig, String groupsTopic, long groupsIntervalMs) {
     public static final String DEFAULT_TOPIC = "smoothscale-plans";
+    public static final long DEFAULT_GROUPS_INTERVAL_MS = 1000;
 
     /** The settings of this JVM. */
     public static PluginSettings fromEnvironment() {
@@ -48,13 +54,27 @@ public record PluginSettings(String bootstrapServers, String topic, Properties c
                     error);
             }
         }
-        return new PluginSettings(bootstrap, topic == null ? DEFAULT_TOPIC : topic, properties);
+        String groupsTopic = blankToNull(lookup.apply("smoothscale.groups.topic"));
+        String interval = blankToNull(lookup.apply("smoothscale.groups.interval.ms"));
+        long intervalMs;
+        try {
+            intervalMs = interval == null ? DEFAULT_GROUPS_INTERVAL_MS : Long.parseLong(interval);
+        } catch (NumberFormatException error) {
+            intervalMs = -1;
+        }
+        if (intervalMs < 100) {
+            throw new IllegalArgumentException("smoothscale.groups.interval.ms=" + interval
+                + " is not a number of milliseconds of at least 100");
+        }
+        return new PluginSettings(bootstrap, topic == null ? DEFAULT_TOPIC : topic, properties,
+            groupsTopic == null ? GroupViewPublisher.DEFAULT_TOPIC : groupsTopic, intervalMs);
     }
 
     /** The settings as a map, for the log. Client settings are named, never shown (they hold passwords). */
     public Map<String, Object> describe() {
         return Map.of("bootstrapServers", String.valueOf(bootstrapServers), "topic", topic,
-            "clientConfigKeys", clientConfig.stringPropertyNames());
+            "clientConfigKeys", clientConfig.stringPropertyNames(), "groupsTopic", groupsTopic,
+            "groupsIntervalMs", groupsIntervalMs);
     }
 
     private static String blankToNull(String value) {

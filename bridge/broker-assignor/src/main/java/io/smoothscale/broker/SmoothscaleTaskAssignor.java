@@ -1,5 +1,6 @@
 package io.smoothscale.broker;
 
+import java.util.function.Consumer;
 import org.apache.kafka.coordinator.group.api.streams.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.streams.assignor.GroupSpec;
 import org.apache.kafka.coordinator.group.api.streams.assignor.TaskAssignor;
@@ -33,16 +34,24 @@ public final class SmoothscaleTaskAssignor implements TaskAssignor {
     private final PlanSource plans;
     private final TaskAssignor fallback;
     private final AssignorMetrics metrics;
+    private final Consumer<String> assigned;
 
     /** What the broker calls (Kafka 4.4 instantiates assignors by class name): settings from the JVM. */
     public SmoothscaleTaskAssignor() {
-        this(SharedReader.INSTANCE.source, new StickyTaskAssignor(), SharedReader.INSTANCE.metrics);
+        this(SharedReader.INSTANCE.source, new StickyTaskAssignor(), SharedReader.INSTANCE.metrics,
+            SharedReader.INSTANCE.views);
     }
 
     SmoothscaleTaskAssignor(PlanSource plans, TaskAssignor fallback, AssignorMetrics metrics) {
+        this(plans, fallback, metrics, app -> { });
+    }
+
+    /** {@code assigned}: told the app of every tagged group assigned here (the group view publisher). */
+    SmoothscaleTaskAssignor(PlanSource plans, TaskAssignor fallback, AssignorMetrics metrics, Consumer<String> assigned) {
         this.plans = plans;
         this.fallback = fallback;
         this.metrics = metrics;
+        this.assigned = assigned;
     }
 
     @Override
@@ -60,6 +69,9 @@ public final class SmoothscaleTaskAssignor implements TaskAssignor {
         } catch (RuntimeException | LinkageError | StackOverflowError error) {
             LOG.error("smoothscale assignor: following the plan failed; falling back", error);
             decision = Decision.fallBack(null, FallbackReason.ERROR, error.toString());
+        }
+        if (decision.app() != null) {
+            assigned.accept(decision.app());
         }
         if (decision.followed()) {
             metrics.followed(decision.generation());
@@ -91,9 +103,11 @@ public final class SmoothscaleTaskAssignor implements TaskAssignor {
 
         final PlanSource source;
         final AssignorMetrics metrics = new AssignorMetrics(true);
+        final Consumer<String> views;
 
         SharedReader() {
             PlanSource chosen;
+            Consumer<String> publisher = app -> { };
             try {
                 PluginSettings settings = PluginSettings.fromEnvironment();
                 if (settings.bootstrapServers() == null) {
@@ -104,6 +118,7 @@ public final class SmoothscaleTaskAssignor implements TaskAssignor {
                 } else {
                     LOG.info("smoothscale assignor: reading plans with {}", settings.describe());
                     chosen = new PlanTopicReader(settings).start();
+                    publisher = new GroupViewPublisher(settings).start()::assigned;
                 }
             } catch (RuntimeException error) {
                 LOG.error("smoothscale assignor: invalid settings; every group falls back", error);
@@ -111,6 +126,7 @@ public final class SmoothscaleTaskAssignor implements TaskAssignor {
                 chosen = app -> PlanLookup.none(FallbackReason.NO_PLAN, detail);
             }
             source = chosen;
+            views = publisher;
         }
     }
 }

@@ -75,5 +75,24 @@ class SmoothscaleTaskAssignorTest {
         var error = assertThrows(IllegalArgumentException.class, () -> PluginSettings.from(
             Map.of("smoothscale.plans.client.config", dir.resolve("missing").toString())::get));
         assertTrue(error.getMessage().contains("smoothscale.plans.client.config"), error.getMessage());
+        assertEquals(GroupViewPublisher.DEFAULT_TOPIC, settings.groupsTopic());
+        assertEquals(PluginSettings.DEFAULT_GROUPS_INTERVAL_MS, settings.groupsIntervalMs());
+        var interval = assertThrows(IllegalArgumentException.class, () -> PluginSettings.from(
+            Map.of("smoothscale.groups.interval.ms", "soon")::get));
+        assertTrue(interval.getMessage().contains("smoothscale.groups.interval.ms=soon"), interval.getMessage());
+    }
+
+    @Test
+    void everyTaggedGroupAssignedHereIsHandedToTheGroupViewPublisherFollowedOrNot() {
+        List<String> published = new java.util.ArrayList<>();
+        var following = new SmoothscaleTaskAssignor(source("orders", plan(1, Map.of(
+            "orders-0", pod(List.of("0_0", "0_1", "0_2", "1_0", "1_1", "1_2"), List.of(), List.of())))),
+            new StickyTaskAssignor(), metrics, published::add);
+        following.assign(group, orders(3));
+        var without = new SmoothscaleTaskAssignor(app -> PlanLookup.none(FallbackReason.NO_PLAN, "none read"),
+            new StickyTaskAssignor(), metrics, published::add);
+        without.assign(group, orders(3));
+        without.assign(group(1, member("u0", null, null, List.of())), orders(3));
+        assertEquals(List.of("orders", "orders"), published);
     }
 }
