@@ -113,11 +113,24 @@ def bridge_jar() -> Path:
 
 
 def _bridge_jar(jar: Path) -> Path:
-    if not jar.is_file():
+    if not jar.is_file() or _older_than_sources(jar):
         subprocess.run(["bash", str(ROOT / ".ci/bridge.sh")], check=True, stdin=subprocess.DEVNULL)
     if not jar.is_file():
         raise FileNotFoundError(f"{jar} is missing after `bash .ci/bridge.sh`")
     return jar
+
+
+def _older_than_sources(jar: Path) -> bool:
+    """Whether a file of the bridge's Maven projects changed after `jar` was built: a checkout that pulled a
+    change of the bridge would otherwise run its tests against the jars of before (a build left in
+    `target/` is never rebuilt by itself)."""
+    bridge = ROOT / "bridge"
+    built = jar.stat().st_mtime
+    return any(
+        path.stat().st_mtime > built
+        for path in bridge.rglob("*")
+        if path.is_file() and "target" not in path.relative_to(bridge).parts
+    )
 
 
 def free_port() -> int:
