@@ -48,6 +48,7 @@ from smoothscale.sandbox.kafka_streams import (
     expected_totals,
     latest_totals,
     produce_orders,
+    streams_protocol_app,
 )
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -188,6 +189,7 @@ def run_variant(name: str, cluster: KafkaCluster, work: Path, partitions: int, o
         kubeconfig=None,
         work_dir=work / name,
         env={"ORDERS_TOPIC": "orders", "TOTALS_TOPIC": totals, "STREAMS_GROUP_PROTOCOL": "streams"},
+        process=streams_protocol_app(),
     )
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     smoothscale = name == "smoothscale"

@@ -19,7 +19,7 @@ from smoothscale.contract import names as contract
 from . import environment as env
 from . import invariants
 from .harness import Sandbox
-from .observe import GroupView, PodView, Snapshot, processing_intervals, settle
+from .observe import GroupView, PodReports, PodView, Snapshot, processing_intervals, settle
 from .records import handovers, longest_gaps
 
 APP = "orders"
@@ -140,11 +140,14 @@ class Walkthrough:
         app: Mapping[str, Any] | None = None,
         records: bool = True,
         group_view: GroupView | None = None,
+        reports: PodReports | None = None,
     ) -> None:
         """`app` is the StreamsApp to walk (`demo_app()` unless given); `records` says whether its pods write
         the sample workers' records, from which the processing gaps and a crashed pod's rebuilt state are
         judged (Kafka Streams pods do not: their gaps and hand-overs are judged from the snapshots, and
-        `demo_kafka` checks their output); `group_view` reads Kafka's view of the group at each snapshot."""
+        `demo_kafka` checks their output); `group_view` reads Kafka's view of the group at each snapshot;
+        `reports`, when given, what each pod runs instead of its metrics endpoint (pods on the streams
+        protocol serve none)."""
         self.sandbox = sandbox
         self._app = dict(app or demo_app())
         self._records = records
@@ -155,6 +158,7 @@ class Walkthrough:
         self._sample_seconds = sample_seconds
         self._crash: tuple[str, float] | None = None
         self._group_view = group_view
+        self._reports = reports
         self._counters_seen: dict[tuple[str, str], int] = {}
 
     def run(self) -> list[StepResult]:
@@ -230,6 +234,7 @@ class Walkthrough:
             on_snapshot=seen,
             sample_seconds=self._sample_seconds,
             group_view=self._group_view,
+            reports=self._reports,
         )
         last = self.timeline[-1]
         result.plan_matches_kafka = last.plan_matches_kafka
