@@ -115,13 +115,18 @@ def kafka_streams_app(spec_kafka: Mapping[str, Any]) -> dict[str, Any]:
     streams protocol a group config: `demo_kafka`). The acceptable recovery lag is 100, not 2,000: the
     orders fill each changelog by tens of records a second, so that against 2,000 every new pod would count
     as caught up and no warmup would show. On the streams protocol (`spec_kafka`'s `groupProtocol`) the pods
-    run without the bridge, tagged for the brokers' plugin (`streams_app.streams_protocol_env`)."""
+    run without the bridge, tagged for the brokers' plugin (`streams_app.streams_protocol_env`), and the
+    operator learns the topology from the group coordinator (no `spec.topology`)."""
     streams = spec_kafka.get("groupProtocol") == "streams"
     env = {"ORDERS_TOPIC": ORDERS, "TOTALS_TOPIC": TOTALS}
     app = _kafka_streams(spec_kafka, env if streams else {**env, "STREAMS_SESSION_TIMEOUT_MS": "10000"})
     app["spec"]["topology"]["subtopologies"][1]["inputTopics"] = [REPARTITION]
     if streams:
         app["spec"]["template"]["spec"]["containers"][0]["env"] += streams_protocol_env(APP)
+        # The group coordinator knows the topology, both subtopologies stateful as the sample app is: a
+        # spec.topology calling subtopology 0 stateless left the operator probing for good after a swap,
+        # waiting for copies of its tasks that the plan, by the spec, never gave them.
+        del app["spec"]["topology"]
     return app
 
 
