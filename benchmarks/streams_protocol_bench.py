@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -193,7 +193,7 @@ class Driver:
 
 
 def plan_to_running(
-    written: list[tuple[float, Publication]], samples: list[tuple[float, dict[str, Any]]], group: str
+    written: list[tuple[float, Publication]], samples: Iterable[tuple[float, dict[str, Any]]], group: str
 ) -> list[float]:
     """For each plan the members came to run before the next one was written: seconds from starting to write
     it to the first sample of Kafka's view (every 250 ms) in which every pod's members run exactly its part
@@ -273,7 +273,7 @@ def run_variant(name: str, cluster: KafkaCluster, work: Path, partitions: int, o
                 optimum = driver.last_plan.stats.target_cross_rack_cost // CONFIG.rack_aware.traffic_cost
                 result["planner_optimum_cross_zone_actives"] = optimum
                 result["plan_generations"] = driver.published.generation
-                delays = plan_to_running(driver.written, watch.samples, app.app)
+                delays = plan_to_running(driver.written, list(watch.samples), app.app)
                 result["plan_to_running_s"] = [round(delay, 2) for delay in delays]
             produce_orders(bootstrap, "orders", orders, MORE_ORDERS)
             counted = latest_totals(bootstrap, totals, orders + MORE_ORDERS, timeout=TIMEOUT_S)

@@ -74,7 +74,8 @@ def run_demo(
         bootstrap = None if spec_kafka is None else str(spec_kafka["bootstrapServers"])
         observer = None
         if streams_protocol and bootstrap is not None:
-            watch = stack.enter_context(StreamsGroupWatch(bootstrap, [APP], interval_ms=500))
+            # only the latest sample is read: a demo kept running (`keep`) holds no growing history
+            watch = stack.enter_context(StreamsGroupWatch(bootstrap, [APP], interval_ms=500, history=1))
             observer = StreamsGroupObserver(watch, APP)
         pods_run = streams_protocol_app() if streams_protocol else None
         api_server = None if kube_bin is None else stack.enter_context(_real_api_server(output_dir, kube_bin))

@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,11 +370,14 @@ def _group_view() -> list[str]:
 
 
 class StreamsGroupWatch:
-    """Kafka's view of streams groups sampled every `interval_ms` by one `GroupView --watch-ms` JVM: every
-    sample kept as (monotonic time, {group: view or None}). A context manager; stops the JVM on exit."""
+    """Kafka's view of streams groups sampled every `interval_ms` by one `GroupView --watch-ms` JVM: the last
+    `history` samples kept (all: None) as (monotonic time, {group: view or None}). A context manager; stops
+    the JVM on exit."""
 
-    def __init__(self, bootstrap: str, groups: Iterable[str], interval_ms: int = 250) -> None:
-        self.samples: list[tuple[float, dict[str, Any]]] = []
+    def __init__(
+        self, bootstrap: str, groups: Iterable[str], interval_ms: int = 250, history: int | None = None
+    ) -> None:
+        self.samples: deque[tuple[float, dict[str, Any]]] = deque(maxlen=history)
         self._process = subprocess.Popen(
             [*_group_view(), "--watch-ms", str(interval_ms), bootstrap, *groups],
             stdin=subprocess.DEVNULL,
