@@ -123,9 +123,9 @@ def kafka_streams_app(spec_kafka: Mapping[str, Any]) -> dict[str, Any]:
     app["spec"]["topology"]["subtopologies"][1]["inputTopics"] = [REPARTITION]
     if streams:
         app["spec"]["template"]["spec"]["containers"][0]["env"] += streams_protocol_env(APP)
-        # The group coordinator knows the topology, both subtopologies stateful as the sample app is: a
-        # spec.topology calling subtopology 0 stateless left the operator probing for good after a swap,
-        # waiting for copies of its tasks that the plan, by the spec, never gave them.
+        # The operator learns the topology from the group coordinator, both subtopologies stateful as the
+        # sample app's are. With the spec's (subtopology 0 stateless: TopologyMismatch) it kept probing
+        # ("standbys restoring toward the target") for minutes after a swap, every copy caught up.
         del app["spec"]["topology"]
     return app
 
