@@ -27,7 +27,7 @@ class StreamsGroupObserver:
         self._group = group
 
     def __call__(self, app: Mapping[str, Any]) -> dict[str, set[str]] | None:
-        view = self._watch.latest(self._group)
+        view = live(self._watch.latest(self._group))
         if view is None:
             return None
         return {pod: roles["active"] for pod, roles in kafka_runs(view).items()}
@@ -35,7 +35,7 @@ class StreamsGroupObserver:
     def reports(self, app: Mapping[str, Any], publication: Publication | None) -> dict[str, PodReport]:
         """Per pod in the group: its lags (`restoring_lags`), and as its generation the published one once
         its members run exactly its part of the plan, else the one before."""
-        view = self._watch.latest(self._group)
+        view = live(self._watch.latest(self._group))
         if view is None:
             return {}
         published = publication or Publication(generation=0)
@@ -54,6 +54,21 @@ class StreamsGroupObserver:
     def differs(self, publication: Publication | None) -> str | None:
         """None when Kafka's view is the plan (`streams_app.plan_differs`), else what differs."""
         return plan_differs(self._watch.latest(self._group), publication)
+
+
+def live(view: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """`view` with each pod's newest member only (the highest member epoch). Under the streams protocol a
+    Kafka Streams client is one member, so a pod with two is one whose process was killed and started again:
+    the killed one stays in the group, holding its tasks, until its session times out, and what it holds is
+    not being processed (the final check, `plan_differs`, reads every member)."""
+    if view is None:
+        return None
+    newest: dict[Any, Mapping[str, Any]] = {}
+    for member in view["members"]:
+        key = member.get("pod") or member["memberId"]
+        if key not in newest or member["memberEpoch"] > newest[key]["memberEpoch"]:
+            newest[key] = member
+    return {**view, "members": list(newest.values())}
 
 
 def restoring_lags(members: Sequence[Mapping[str, Any]], ends: Mapping[str, int]) -> dict[str, int]:
