@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from smoothscale.sandbox import invariants
 from smoothscale.sandbox.demo import APP, demo_app, demo_tasks
@@ -115,6 +117,27 @@ def processes_using(directory: Path) -> list[int]:
 
 SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
 DEMO_STEPS = ("create", "scale-out", "scale-in", "host-swap", "pod-crash")
+
+
+def run_kafka_demo(*args: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """`smoothscale demo --json ARGS` against real brokers: its output and the figures of each step, once it
+    exited 0 having walked every step, each settled with Kafka's view of the group the plan and balanced, and
+    the scale-out and the scale-in each moved a share of the tasks."""
+    result = subprocess.run(
+        [SMOOTHSCALE, "demo", "--json", *args], capture_output=True, text=True, timeout=1400, check=False
+    )
+    stdout = result.stdout
+    assert result.returncode in (0, 1), stdout[-4000:] + result.stderr[-3000:]
+    figures = json.loads(stdout.strip().splitlines()[-1])
+    steps: dict[str, dict[str, Any]] = figures["steps"]
+    assert tuple(steps) == DEMO_STEPS, stdout[-4000:]
+    for name, step in steps.items():
+        assert step["settled_s"] is not None, (name, step)
+        assert (step["plan_matches_kafka"], step["balanced"]) == (True, True), (name, step)
+    assert (result.returncode, figures["exit_status"]) == (0, 0), stdout[-3000:]
+    for name in ("scale-out", "scale-in"):
+        assert steps[name]["moved"] >= 4, steps[name]
+    return stdout, steps
 
 
 def run_demo(*args: str, timeout: float) -> str:

@@ -77,9 +77,7 @@ class MicrometerMetricsTest {
     @Test
     void eachTasksSeriesComesAndGoesWithTheTaskAndCountersKeepTheirTotal() throws Exception {
         Map<String, Long> lags = new ConcurrentHashMap<>(Map.of("0_1", 12L, "1_3", 0L));
-        PrometheusRegistry bridge = new PrometheusRegistry();
-        GaugeWithCallback.builder().name(ContractMetrics.TASK_LAG).help("lag").labelNames(ContractMetrics.TASK_LABEL)
-            .callback(callback -> lags.forEach((task, lag) -> callback.call(lag, task))).register(bridge);
+        PrometheusRegistry bridge = withLags(lags);
         Counter fallbacks = Counter.builder().name(AssignorMetrics.FALLBACKS).help("fallbacks").labelNames("reason")
             .register(bridge);
         fallbacks.labelValues("unknown_client").inc();
@@ -112,12 +110,18 @@ class MicrometerMetricsTest {
         assertFalse(app.scrape().contains("smoothscale_"), app.scrape());
     }
 
-    @Test
-    void aTaskThePodClosedNeverReadsAsCaughtUp() throws Exception {
-        Map<String, Long> lags = new ConcurrentHashMap<>(Map.of("0_1", 12L, "1_3", 0L));
+    /** A registry of the bridge's own holding one task-lag gauge, read from {@code lags} at each scrape. */
+    private static PrometheusRegistry withLags(Map<String, Long> lags) {
         PrometheusRegistry bridge = new PrometheusRegistry();
         GaugeWithCallback.builder().name(ContractMetrics.TASK_LAG).help("lag").labelNames(ContractMetrics.TASK_LABEL)
             .callback(callback -> lags.forEach((task, lag) -> callback.call(lag, task))).register(bridge);
+        return bridge;
+    }
+
+    @Test
+    void aTaskThePodClosedNeverReadsAsCaughtUp() throws Exception {
+        Map<String, Long> lags = new ConcurrentHashMap<>(Map.of("0_1", 12L, "1_3", 0L));
+        PrometheusRegistry bridge = withLags(lags);
         GaugeWithCallback.builder().name(ContractMetrics.CHANGELOG_END_OFFSET).help("end")
             .labelNames(ContractMetrics.TASK_LABEL)
             .callback(callback -> lags.keySet().forEach(task -> callback.call(40, task))).register(bridge);
