@@ -8,6 +8,8 @@ the operator writes them; Kafka's own view of the group read with the admin API.
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import json
 import os
 import signal
@@ -46,6 +48,8 @@ SPRING_SAMPLE_JAR = ROOT / "bridge/spring-boot-app/target/spring-boot-sample.jar
 QUARKUS_SAMPLE_JAR = ROOT / "bridge/quarkus-app/target/quarkus-sample-runner.jar"
 BROKER_ASSIGNOR_JAR = ROOT / "bridge/broker-assignor/target/smoothscale-broker-assignor.jar"
 BRIDGE_JAR = ROOT / "bridge/smoothscale-streams/target/smoothscale-streams-0.1.0.jar"
+_BRIDGE_JARS = (SAMPLE_JAR, SPRING_SAMPLE_JAR, QUARKUS_SAMPLE_JAR, BROKER_ASSIGNOR_JAR, BRIDGE_JAR)
+"""What `.ci/bridge.sh` builds (each written anew by every build)."""
 JAVA = ("java", "-Xmx384m", "-XX:+UseSerialGC", "-jar")
 POD_JAVA = (*JAVA[:-1], "-XX:TieredStopAtLevel=1", "-jar")
 """A sandbox pod's JVM compiles with C1 only, as the sandbox's brokers do: the sample app's work is light, and
@@ -114,19 +118,37 @@ def bridge_jar() -> Path:
 
 
 def _bridge_jar(jar: Path) -> Path:
-    if not jar.is_file() or _older_than_sources(jar):
-        subprocess.run(["bash", str(ROOT / ".ci/bridge.sh")], check=True, stdin=subprocess.DEVNULL)
+    _bridge_built()
     if not jar.is_file():
         raise FileNotFoundError(f"{jar} is missing after `bash .ci/bridge.sh`")
     return jar
 
 
-def _older_than_sources(jar: Path) -> bool:
-    """Whether a file of the bridge's Maven projects changed after `jar` was built: a checkout that pulled a
-    change of the bridge would otherwise run its tests against the jars of before (a build left in
-    `target/` is never rebuilt by itself)."""
+@functools.cache
+def _bridge_built() -> None:
+    """The bridge's jars built from the sources as they are, once per process (the sources do not change
+    under a running test or demo). Under a lock, so that processes started together (a test run's workers,
+    two demos) do not build into the same `target/` folders at once; Maven's output goes to standard error,
+    so that a demo's standard output stays its report (`--json`'s last line is the figures)."""
+    lock = ROOT / ".cache" / "bridge-build.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if _older_than_sources(_BRIDGE_JARS):
+            subprocess.run(
+                ["bash", str(ROOT / ".ci/bridge.sh")], check=True, stdin=subprocess.DEVNULL, stdout=2
+            )
+
+
+def _older_than_sources(jars: Iterable[Path]) -> bool:
+    """Whether a jar is missing, or a file of the bridge's Maven projects changed after one was built: a
+    checkout that pulled a change of the bridge would otherwise run its tests against the jars of before (a
+    build left in `target/` is never rebuilt by itself)."""
+    jars = list(jars)
+    if not all(jar.is_file() for jar in jars):
+        return True
     bridge = ROOT / "bridge"
-    built = jar.stat().st_mtime
+    built = min(jar.stat().st_mtime for jar in jars)
     return any(
         path.stat().st_mtime > built
         for path in bridge.rglob("*")
