@@ -3,7 +3,8 @@
 It starts an emulated API server, the kubelet stand-in (a real worker process per pod) and the operator,
 applies an example StreamsApp, then scales out, scales in, swaps the hosts and crashes a pod, showing each
 step live; it ends with a summary, a PNG timeline, and exit status 1 if any invariant broke. With `--kafka
---app-jar` every pod runs the user's own Kafka Streams app (`smoothscale.sandbox.app_process`).
+--app-jar` every pod runs the user's own Kafka Streams app (`smoothscale.sandbox.app_process`); with `--kafka
+--group-protocol streams` the sample app on the streams rebalance protocol, assigned by the brokers' plugin.
 """
 
 from __future__ import annotations
@@ -43,6 +44,16 @@ if TYPE_CHECKING:
     help="Run the pods as real Kafka Streams instances (the Java sample app, spec.runtime KafkaStreams) "
     "against 3 real Kafka brokers, one per zone, whose racks the operator reads (spec.kafka); checks that "
     "every order is counted once. Needs Java; Maven builds the app once.",
+)
+@click.option(
+    "--group-protocol",
+    type=click.Choice(["classic", "streams"]),
+    default="classic",
+    show_default=True,
+    help="With --kafka: the sample app's group.protocol. streams (KIP-1071): the pods run Kafka Streams "
+    "4.4.0 without the bridge, the brokers load smoothscale's streams assignor (bridge/broker-assignor) and "
+    "assign the operator's plan; the demo reads every pod's tasks from Kafka's view of the group and fails "
+    "unless it is the plan at each step.",
 )
 @click.option(
     "--api-port",
@@ -130,6 +141,7 @@ def demo_command(
     keep: bool,
     api_port: int,
     kafka: bool,
+    group_protocol: str,
     kube_bin: Path | None,
     app_jars: tuple[Path, ...],
     app_main: str | None,
@@ -148,6 +160,12 @@ def demo_command(
     from smoothscale.sandbox.demo_kafka import OwnApp  # noqa: PLC0415
     from smoothscale.sandbox.demo_main import run_demo  # noqa: PLC0415
 
+    streams_protocol = group_protocol == "streams"
+    if streams_protocol and (not kafka or app_jars or node_bin is not None):
+        raise click.UsageError(
+            "--group-protocol streams runs the sample app on real brokers: it needs --kafka, "
+            "and neither --app-jar nor --real-node"
+        )
     own_app = None
     if app_jars:
         if not kafka:
@@ -183,6 +201,7 @@ def demo_command(
         kafka=kafka,
         kube_bin=kube_bin,
         own_app=own_app,
+        streams_protocol=streams_protocol,
         json_figures=json_figures,
     )
     sys.exit(exit_code)

@@ -19,7 +19,7 @@ from smoothscale.contract import names as contract
 from . import environment as env
 from . import invariants
 from .harness import Sandbox
-from .observe import GroupView, PodView, Snapshot, processing_intervals, settle
+from .observe import GroupView, PodReports, PodView, Snapshot, processing_intervals, settle
 from .records import handovers, longest_gaps
 
 APP = "orders"
@@ -140,11 +140,14 @@ class Walkthrough:
         app: Mapping[str, Any] | None = None,
         records: bool = True,
         group_view: GroupView | None = None,
+        reports: PodReports | None = None,
     ) -> None:
         """`app` is the StreamsApp to walk (`demo_app()` unless given); `records` says whether its pods write
         the sample workers' records, from which the processing gaps and a crashed pod's rebuilt state are
         judged (Kafka Streams pods do not: their gaps and hand-overs are judged from the snapshots, and
-        `demo_kafka` checks their output); `group_view` reads Kafka's view of the group at each snapshot."""
+        `demo_kafka` checks their output); `group_view` reads Kafka's view of the group at each snapshot;
+        `reports`, when given, what each pod runs instead of its metrics endpoint (pods on the streams
+        protocol serve none)."""
         self.sandbox = sandbox
         self._app = dict(app or demo_app())
         self._records = records
@@ -155,6 +158,7 @@ class Walkthrough:
         self._sample_seconds = sample_seconds
         self._crash: tuple[str, float] | None = None
         self._group_view = group_view
+        self._reports = reports
         self._counters_seen: dict[tuple[str, str], int] = {}
 
     def run(self) -> list[StepResult]:
@@ -226,16 +230,26 @@ class Walkthrough:
             APP,
             step.name,
             timeout=self._step_timeout,
-            also=step.done,
+            also=lambda snapshot: (
+                step.done(snapshot) and (self._group_view is None or self._balanced(snapshot))
+            ),
             on_snapshot=seen,
             sample_seconds=self._sample_seconds,
             group_view=self._group_view,
+            reports=self._reports,
         )
         last = self.timeline[-1]
         result.plan_matches_kafka = last.plan_matches_kafka
-        zone_of = {pod.name: pod.zone for pod in last.pods if not pod.leaving}
-        result.balanced = not invariants.imbalance(self.sandbox.publication(APP), zone_of)
+        result.balanced = self._balanced(last)
         return None if settled is None else settled.at
+
+    def _balanced(self, snapshot: Snapshot) -> bool:
+        """Whether the published actives are balanced over the snapshot's pods (those not leaving) and their
+        zones. A Kafka walk's step (`group_view`: it fails when it ends unbalanced, `report.step_failures`)
+        settles only so: new pods that are ready and hold nothing yet, before the operator has planned for
+        them, look settled otherwise (pods on the streams protocol are ready within seconds)."""
+        zone_of = {pod.name: pod.zone for pod in snapshot.pods if not pod.leaving}
+        return not invariants.imbalance(self.sandbox.publication(APP), zone_of)
 
     def _count_fallbacks(self, snapshot: Snapshot, result: StepResult, *, creating: bool) -> None:
         """Add what each pod's fallback and fail-over counters rose by since the last snapshot."""

@@ -16,21 +16,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from smoothscale.contract.publication import Publication
+from smoothscale.operator.kafka import plans
 
 from .app_process import AppProcess
 from .demo import APP, NAMESPACE, PARTITIONS, demo_app
 from .kafka.broker import KafkaCluster
-from .kafka.topics import create_topic
-from .kafka_streams import SampleApp, expected_totals, latest_totals, produce_orders
+from .kafka.topics import QUIET, create_topic
+from .kafka_streams import SampleApp, broker_assignor_jar, expected_totals, latest_totals, produce_orders
+from .streams_app import STREAMS_GROUP_CONFIGS, streams_protocol_env, streams_protocol_kafka
 
 ORDERS = "orders"
 TOTALS = "totals"
@@ -80,27 +83,50 @@ def sample_topics() -> dict[str, int]:
 
 
 @contextmanager
-def demo_kafka(output_dir: Path, out: TextIO, topics: Mapping[str, int]) -> Iterator[dict[str, Any]]:
+def demo_kafka(
+    output_dir: Path, out: TextIO, topics: Mapping[str, int], *, streams_protocol: bool = False
+) -> Iterator[dict[str, Any]]:
     """Start the brokers and create `topics` (name: partitions), partition p on the broker of zone p mod 3;
-    yields the app's `spec.kafka`; stops the brokers after."""
-    out.write("starting 3 Kafka brokers (zone-a, zone-b, zone-c)...\n")
+    yields the app's `spec.kafka`; stops the brokers after. With `streams_protocol` every broker loads
+    smoothscale's streams assignor (`bridge/broker-assignor`), the demo app's group gets the sandbox's group
+    configs (`STREAMS_GROUP_CONFIGS`) and `spec.kafka` says `groupProtocol: streams`."""
+    plugin = broker_assignor_jar() if streams_protocol else None
+    with_plugin = ", each with smoothscale's streams assignor" if streams_protocol else ""
+    out.write(f"starting 3 Kafka brokers (zone-a, zone-b, zone-c){with_plugin}...\n")
     out.flush()
-    with KafkaCluster(output_dir / "kafka", output_dir / "kafka-logs", brokers=3) as cluster:
+    with KafkaCluster(
+        output_dir / "kafka", output_dir / "kafka-logs", brokers=3, streams_assignor=plugin
+    ) as cluster:
         bootstrap = cluster.bootstrap_servers
         for topic, partitions in topics.items():
             create_topic(bootstrap, topic, partitions, replicas=[[p % 3 + 1] for p in range(partitions)])
         out.write(f"Kafka {bootstrap}, broker logs in {cluster.log_dir}\n")
-        yield {"bootstrapServers": bootstrap, "refreshInterval": "5s", "timeout": "3s"}
+        if not streams_protocol:
+            yield {"bootstrapServers": bootstrap, "refreshInterval": "5s", "timeout": "3s"}
+            return
+        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        plans.set_group_configs(admin, APP, dict(STREAMS_GROUP_CONFIGS))
+        yield streams_protocol_kafka(bootstrap)
 
 
 def kafka_streams_app(spec_kafka: Mapping[str, Any]) -> dict[str, Any]:
     """The demo app run by real Kafka Streams pods: the same two subtopologies, subtopology 1 reading the
-    sample app's repartition topic; a killed instance leaves the group after 10 s, not Kafka's 45 s. The
-    acceptable recovery lag is 100, not 2,000: the orders fill each changelog by tens of records a second,
-    so that against 2,000 every new pod would count as caught up and no warmup would show."""
-    env = {"ORDERS_TOPIC": ORDERS, "TOTALS_TOPIC": TOTALS, "STREAMS_SESSION_TIMEOUT_MS": "10000"}
-    app = _kafka_streams(spec_kafka, env)
+    sample app's repartition topic; a killed instance leaves the group after 10 s, not Kafka's 45 s (on the
+    streams protocol a group config: `demo_kafka`). The acceptable recovery lag is 100, not 2,000: the
+    orders fill each changelog by tens of records a second, so that against 2,000 every new pod would count
+    as caught up and no warmup would show. On the streams protocol (`spec_kafka`'s `groupProtocol`) the pods
+    run without the bridge, tagged for the brokers' plugin (`streams_app.streams_protocol_env`), and the
+    operator learns the topology from the group coordinator (no `spec.topology`)."""
+    streams = spec_kafka.get("groupProtocol") == "streams"
+    env = {"ORDERS_TOPIC": ORDERS, "TOTALS_TOPIC": TOTALS}
+    app = _kafka_streams(spec_kafka, env if streams else {**env, "STREAMS_SESSION_TIMEOUT_MS": "10000"})
     app["spec"]["topology"]["subtopologies"][1]["inputTopics"] = [REPARTITION]
+    if streams:
+        app["spec"]["template"]["spec"]["containers"][0]["env"] += streams_protocol_env(APP)
+        # The operator learns the topology from the group coordinator, both subtopologies stateful as the
+        # sample app's are. With the spec's (subtopology 0 stateless: TopologyMismatch) it kept probing
+        # ("standbys restoring toward the target") for minutes after a swap, every copy caught up.
+        del app["spec"]["topology"]
     return app
 
 
@@ -146,29 +172,38 @@ class OrderFeed:
 
 
 def kafka_checks(
-    bootstrap: str, work_dir: Path, publication: Publication | None, orders: int, timeout: float = 60
+    bootstrap: str, orders: int, plan_differs: Callable[[], str | None], timeout: float = 60
 ) -> list[str]:
     """What a user of a Kafka Streams app would check after the walk: every one of `orders` counted once
-    in the totals, and Kafka's own view of the group (its members' partitions) equal to the published
-    actives (read again for `timeout` seconds while the group settles)."""
+    in the totals, and Kafka's own view of the group the operator's plan (`plan_differs` says what differs,
+    None once nothing does; asked again for `timeout` seconds while the group settles)."""
     problems: list[str] = []
     totals = latest_totals(bootstrap, TOTALS, orders, timeout=timeout)
     if totals != expected_totals(orders):
         problems.append(f"the totals of {orders} orders are {totals}, not {expected_totals(orders)}")
+    deadline = time.monotonic() + timeout
+    while (differs := plan_differs()) is not None and time.monotonic() < deadline:
+        time.sleep(1)
+    return problems if differs is None else [*problems, differs]
+
+
+def classic_plan_differs(
+    bootstrap: str, work_dir: Path, publication: Publication | None
+) -> Callable[[], str | None]:
+    """For `kafka_checks` on the classic protocol: what differs between Kafka's view of the group (its
+    members' partitions) and the published actives."""
     planned = {} if publication is None else publication.assignment
     plan = {pod: set(roles.active) for pod, roles in planned.items() if roles.active}
     reader = SampleApp(APP, NAMESPACE, bootstrap, None, work_dir)
-    view: dict[str, set[str]] = {}
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def differs() -> str | None:
         try:
             view = {pod: tasks for pod, tasks in reader.kafka_view().items() if tasks}
         except KafkaException:  # the group's coordinator is still loading, or moving
             view = {}
-        if view == plan:
-            return problems
-        time.sleep(1)
-    return [*problems, f"Kafka's view of the group {view} is not the operator's plan {plan}"]
+        return None if view == plan else f"Kafka's view of the group {view} is not the operator's plan {plan}"
+
+    return differs
 
 
 def kafka_summary(status: Mapping[str, Any]) -> str:

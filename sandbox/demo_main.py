@@ -7,6 +7,7 @@ import json
 import signal
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -21,6 +22,7 @@ from .demo_kafka import (
     ORDERS,
     OrderFeed,
     OwnApp,
+    classic_plan_differs,
     demo_kafka,
     kafka_checks,
     kafka_streams_app,
@@ -30,7 +32,9 @@ from .demo_kafka import (
 )
 from .group_view import GroupView
 from .harness import Sandbox
+from .kafka_streams import StreamsGroupWatch, streams_protocol_app
 from .report import step_failures, step_figures, summary_table, timeline_png
+from .streams_observe import StreamsGroupObserver
 
 
 def run_demo(
@@ -43,6 +47,7 @@ def run_demo(
     kube_bin: Path | None = None,
     kafka: bool = False,
     own_app: OwnApp | None = None,
+    streams_protocol: bool = False,
     json_figures: bool = False,
 ) -> int:
     """0 when every step settled and no invariant broke, else 1. Every process it started is stopped before
@@ -51,14 +56,28 @@ def run_demo(
     (`api_port` is then not used). With `kafka`, the pods are real Kafka Streams instances of the Java sample
     app (or of the user's `own_app`) against three real brokers, one per zone, whose racks the operator reads
     (`demo_kafka`); `speed` then does not apply, and a step also fails when it ends unbalanced, with Kafka's
-    view of the group other than the plan, or with a fallback of the bridge. `json_figures` ends the output
-    with one JSON object of every step's figures (`report.step_figures`)."""
+    view of the group other than the plan, or with a fallback of the bridge. With `streams_protocol` (and
+    `kafka`) the sample app runs `group.protocol=streams` on Kafka Streams 4.4.0 and the brokers load
+    smoothscale's streams assignor: what each pod runs is read from Kafka's view of the group
+    (`streams_observe`), and the last check also wants the plugin as the group's assignor and every pod's
+    standbys as planned. `json_figures` ends the output with one JSON object of every step's figures
+    (`report.step_figures`)."""
     first_address = _first_free_block()
-    kafka = kafka or own_app is not None
+    kafka = kafka or own_app is not None or streams_protocol
     with contextlib.ExitStack() as stack:
         topics = sample_topics() if own_app is None else {i.topic: i.partitions for i in own_app.inputs}
-        spec_kafka = stack.enter_context(demo_kafka(output_dir, out, topics)) if kafka else None
+        spec_kafka = (
+            stack.enter_context(demo_kafka(output_dir, out, topics, streams_protocol=streams_protocol))
+            if kafka
+            else None
+        )
         bootstrap = None if spec_kafka is None else str(spec_kafka["bootstrapServers"])
+        observer = None
+        if streams_protocol and bootstrap is not None:
+            # only the latest sample is read: a demo kept running (`keep`) holds no growing history
+            watch = stack.enter_context(StreamsGroupWatch(bootstrap, [APP], interval_ms=500, history=1))
+            observer = StreamsGroupObserver(watch, APP)
+        pods_run = streams_protocol_app() if streams_protocol else None
         api_server = None if kube_bin is None else stack.enter_context(_real_api_server(output_dir, kube_bin))
         sandbox = stack.enter_context(
             Sandbox(
@@ -68,7 +87,7 @@ def run_demo(
                 first_address=first_address,
                 api_server=api_server,
                 kafka_bootstrap=bootstrap,
-                kafka_app=None if own_app is None else own_app.process,
+                kafka_app=pods_run if own_app is None else own_app.process,
             )
         )
         assert sandbox.cluster is not None
@@ -92,7 +111,8 @@ def run_demo(
                 step_timeout=300,
                 max_gap=60,
                 sample_seconds=0.5,
-                group_view=GroupView(bootstrap),
+                group_view=GroupView(bootstrap) if observer is None else observer,
+                reports=None if observer is None else observer.reports,
             )
             feed = OrderFeed(bootstrap, rates)
             with running(feed.run, "record-feed"):
@@ -101,9 +121,12 @@ def run_demo(
                 out.write(f"checking the totals of {feed.count} orders and Kafka's view of the group...\n")
                 out.flush()
                 publication = sandbox.publication(APP)
-                results[-1].violations += kafka_checks(
-                    bootstrap, output_dir / "kafka-reader", publication, feed.count
+                differs = (
+                    classic_plan_differs(bootstrap, output_dir / "kafka-reader", publication)
+                    if observer is None
+                    else partial(observer.differs, publication)
                 )
+                results[-1].violations += kafka_checks(bootstrap, feed.count, differs)
             for result in results:
                 result.violations += step_failures(result)
         png = timeline_png(walkthrough.timeline, results, output_dir / "timeline.png")

@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,6 +201,9 @@ class SampleApp:
     work_dir: Path
     env: Mapping[str, str] = field(default_factory=dict)
     instances: dict[str, Instance] = field(default_factory=dict)
+    process: AppProcess | None = None
+    """What each instance runs instead of the sample app's jar (`streams_protocol_app()`: the sample app on
+    Kafka Streams 4.4.0, for the streams protocol)."""
 
     def start(
         self,
@@ -211,7 +215,8 @@ class SampleApp:
         metrics_path: str = "/metrics",
     ) -> Instance:
         """Start pod `pod`'s instance: the sample app's jar, or `jar` (the Spring Boot sample's, say), whose
-        metrics are at `metrics_path` on the port it is given as SMOOTHSCALE_METRICS_PORT."""
+        metrics are at `metrics_path` on the port it is given as SMOOTHSCALE_METRICS_PORT, or the app's
+        `process`."""
         state_dir = self.work_dir / "state" / pod
         state_dir.mkdir(parents=True, exist_ok=True)
         port = free_port()
@@ -233,8 +238,13 @@ class SampleApp:
         log = self.work_dir / "logs" / f"{pod}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as output:
+            argv = (
+                [*JAVA, str(jar or sample_jar())]
+                if self.process is None or jar is not None
+                else self.process.argv(JAVA[:-1], bridge_jar)
+            )
             process = subprocess.Popen(
-                [*JAVA, str(jar or sample_jar())],
+                argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
@@ -360,11 +370,14 @@ def _group_view() -> list[str]:
 
 
 class StreamsGroupWatch:
-    """Kafka's view of streams groups sampled every `interval_ms` by one `GroupView --watch-ms` JVM: every
-    sample kept as (monotonic time, {group: view or None}). A context manager; stops the JVM on exit."""
+    """Kafka's view of streams groups sampled every `interval_ms` by one `GroupView --watch-ms` JVM: the last
+    `history` samples kept (all: None) as (monotonic time, {group: view or None}). A context manager; stops
+    the JVM on exit."""
 
-    def __init__(self, bootstrap: str, groups: Iterable[str], interval_ms: int = 250) -> None:
-        self.samples: list[tuple[float, dict[str, Any]]] = []
+    def __init__(
+        self, bootstrap: str, groups: Iterable[str], interval_ms: int = 250, history: int | None = None
+    ) -> None:
+        self.samples: deque[tuple[float, dict[str, Any]]] = deque(maxlen=history)
         self._process = subprocess.Popen(
             [*_group_view(), "--watch-ms", str(interval_ms), bootstrap, *groups],
             stdin=subprocess.DEVNULL,

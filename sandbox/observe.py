@@ -133,7 +133,34 @@ GroupView = Callable[[Mapping[str, Any]], Mapping[str, set[str]] | None]
 it cannot be read now (`group_view.GroupView`)."""
 
 
-def observe(sandbox: AppSource, app: str, step: str, group_view: GroupView | None = None) -> Snapshot:
+@dataclass(frozen=True)
+class PodReport:
+    """What is known of one pod's process: what its metrics endpoint says, or, for an app on the streams
+    protocol (whose pods serve no metrics), what Kafka's view of its members says (`streams_observe`)."""
+
+    scraped: bool = False
+    """Whether anything was read (else nothing is known of what the pod runs)."""
+    lags: Mapping[str, int] = field(default_factory=dict)
+    """Offsets behind per task it keeps state for (an active task restoring: above 0)."""
+    generation: int | None = None
+    """The generation of the plan it runs; None when unknown."""
+    fallbacks: Mapping[str, int] = field(default_factory=dict)
+    failovers: int = 0
+
+
+PodReports = Callable[[Mapping[str, Any], Publication | None], Mapping[str, PodReport]]
+"""Every pod's report, given the app as the API shows it and its publication, read from elsewhere than the
+pods' metrics endpoints (pods left out: nothing known)."""
+
+
+def observe(
+    sandbox: AppSource,
+    app: str,
+    step: str,
+    group_view: GroupView | None = None,
+    reports: PodReports | None = None,
+) -> Snapshot:
+    """The app now; each pod as its metrics endpoint reports it, or as `reports` gives it."""
     body = sandbox.app(app)
     status = body.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
@@ -143,12 +170,13 @@ def observe(sandbox: AppSource, app: str, step: str, group_view: GroupView | Non
     publication = sandbox.publication(app)
     assignment = publication.assignment if publication is not None else {}
     zones = {node_name(zone): zone for zone in sandbox.zones}
+    reported = None if reports is None else reports(body, publication)
     views = []
     for pod in sorted(sandbox.pods(app), key=lambda p: pod_order(p["metadata"]["name"])):
         name = pod["metadata"]["name"]
         roles = assignment.get(name, ClientAssignment())
         held = {*roles.active, *roles.standby, *roles.warmup}
-        scraped, lags, generation, fallbacks, failovers = _scrape(pod, port, path)
+        report = _scrape(pod, port, path) if reported is None else reported.get(name, PodReport())
         views.append(
             PodView(
                 name=name,
@@ -160,12 +188,12 @@ def observe(sandbox: AppSource, app: str, step: str, group_view: GroupView | Non
                 active=len(roles.active),
                 standby=len(roles.standby),
                 warmup=len(roles.warmup),
-                lag=sum(lag for task, lag in lags.items() if task in held),
-                generation=generation,
-                behind=frozenset(task for task, lag in lags.items() if lag > 0),
-                fallbacks=fallbacks,
-                failovers=failovers,
-                scraped=scraped,
+                lag=sum(lag for task, lag in report.lags.items() if task in held),
+                generation=report.generation,
+                behind=frozenset(task for task, lag in report.lags.items() if lag > 0),
+                fallbacks=report.fallbacks,
+                failovers=report.failovers,
+                scraped=report.scraped,
             )
         )
     view = None if group_view is None else group_view(body)
@@ -214,19 +242,17 @@ def _ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _scrape(
-    pod: dict[str, Any], port: int, path: str
-) -> tuple[bool, dict[str, int], int | None, dict[str, int], int]:
-    """Whether the metrics were read; per task lag, the generation applied, the bridge's fallbacks by
-    reason and its fail-overs."""
+def _scrape(pod: dict[str, Any], port: int, path: str) -> PodReport:
+    """The pod's metrics endpoint: per task lag, the generation applied, the bridge's fallbacks by reason
+    and its fail-overs."""
     ip = (pod.get("status") or {}).get("podIP")
     if not ip:
-        return False, {}, None, {}, 0
+        return PodReport()
     try:
         with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=1.0) as response:
             text = response.read().decode()
     except OSError:
-        return False, {}, None, {}, 0
+        return PodReport()
     lags: dict[str, int] = {}
     generation: int | None = None
     fallbacks: dict[str, int] = {}
@@ -241,7 +267,7 @@ def _scrape(
                 fallbacks[sample.labels.get("reason", "")] = int(sample.value)
             elif sample.name == contract.ASSIGNOR_FAILOVERS_METRIC:
                 failovers = int(sample.value)
-    return True, lags, generation, fallbacks, failovers
+    return PodReport(True, lags, generation, fallbacks, failovers)
 
 
 def settle(
@@ -255,6 +281,7 @@ def settle(
     sample_seconds: float = 1.0,
     min_seconds: float = 2.0,
     group_view: GroupView | None = None,
+    reports: PodReports | None = None,
 ) -> Snapshot | None:
     """Sample the app until it has settled on the spec as it is now (the operator has observed its
     generation) and `also` holds; the settled snapshot, or None after `timeout` seconds. `min_seconds` gives
@@ -262,7 +289,7 @@ def settle(
     started = time.time()
     wanted = int(sandbox.app(app)["metadata"].get("generation") or 0)
     while time.time() - started < timeout:
-        snapshot = observe(sandbox, app, step, group_view)
+        snapshot = observe(sandbox, app, step, group_view, reports)
         on_snapshot(snapshot)
         status = sandbox.app(app).get("status") or {}
         observed = int(status.get("observedGeneration") or 0) >= wanted

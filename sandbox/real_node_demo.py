@@ -293,16 +293,15 @@ class RealNodeWalk:
             outcomes[-1].violations += _judge_records(read_records(self.records / RECORD_FILE))
         return outcomes
 
+    def _patch_app(self, spec: Json) -> None:
+        """A merge patch of the app's spec, as `kubectl patch --type merge` would send it."""
+        kubernetes.client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
+            contract.GROUP, contract.VERSION, self.namespace, contract.PLURAL, APP, {"spec": spec}
+        )
+
     def _scale(self, replicas: int) -> Callable[[list[Json]], bool]:
         self._replicas = replicas
-        kubernetes.client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
-            contract.GROUP,
-            contract.VERSION,
-            self.namespace,
-            contract.PLURAL,
-            APP,
-            {"spec": {"replicas": replicas}},
-        )
+        self._patch_app({"replicas": replicas})
         return _always
 
     def _swap(self, outcome: StepOutcome) -> Callable[[list[Json]], bool]:
@@ -312,14 +311,7 @@ class RealNodeWalk:
         old = {pod["metadata"]["uid"] for pod in self.reader.pods(APP)}
         (container,) = self.reader.app(APP)["spec"]["template"]["spec"]["containers"]
         container["env"] = [*container["env"], {"name": SWAP_ENV, "value": "2"}]
-        kubernetes.client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
-            contract.GROUP,
-            contract.VERSION,
-            self.namespace,
-            contract.PLURAL,
-            APP,
-            {"spec": {"template": {"spec": {"containers": [container]}}}},  # a merge patch: the whole list
-        )
+        self._patch_app({"template": {"spec": {"containers": [container]}}})  # a merge patch: the whole list
 
         def swapped(pods: list[Json]) -> bool:
             if any(pod["metadata"]["uid"] in old for pod in pods):

@@ -26,7 +26,14 @@ from smoothscale.contract import names as contract
 from .app_view import AppReader
 from .background import running
 from .demo import APP
-from .demo_kafka import ORDERS, OrderFeed, kafka_checks, kafka_streams_app, sample_topics
+from .demo_kafka import (
+    ORDERS,
+    OrderFeed,
+    classic_plan_differs,
+    kafka_checks,
+    kafka_streams_app,
+    sample_topics,
+)
 from .group_view import GroupView
 from .kafka.broker import KafkaCluster
 from .kafka.topics import create_topic
@@ -125,5 +132,6 @@ def walk_java_app(
             outcome = JavaWalkOutcome(walk.run())
         outcome.orders = feed.count
         publication = AppReader(api, KAFKA_NAMESPACE).publication(APP)
-        outcome.problems = kafka_checks(kafka.bootstrap_servers, work_dir, publication, feed.count)
+        differs = classic_plan_differs(kafka.bootstrap_servers, work_dir, publication)
+        outcome.problems = kafka_checks(kafka.bootstrap_servers, feed.count, differs)
     return outcome

@@ -49,20 +49,13 @@ def streams_app(
         {"name": "ORDERS_TOPIC", "value": orders},
         {"name": "TOTALS_TOPIC", "value": totals},
     ]
-    pod_name = {"valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
     if streams_protocol is None:
         env += [
             {"name": "STREAMS_SESSION_TIMEOUT_MS", "value": str(session_timeout_ms)},
             *([{"name": "SMOOTHSCALE_BRIDGE", "value": "properties"}] if adoption == "properties" else []),
         ]
     else:
-        env += [
-            {"name": "SMOOTHSCALE_BRIDGE", "value": "off"},
-            {"name": "STREAMS_CLIENT_ID", **pod_name},
-            {"name": "STREAMS_GROUP_PROTOCOL", "value": "streams"},
-            {"name": "STREAMS_CLIENT_TAG_SMOOTHSCALE_APP", "value": app},
-            {"name": "STREAMS_CLIENT_TAG_SMOOTHSCALE_POD", **pod_name},
-        ]
+        env += streams_protocol_env(app)
     body: dict[str, Any] = {
         "apiVersion": contract.API_VERSION,
         "kind": contract.KIND,
@@ -77,9 +70,43 @@ def streams_app(
         },
     }
     if streams_protocol is not None:
-        kafka = {"bootstrapServers": streams_protocol, "groupProtocol": "streams", "refreshInterval": "1s"}
-        body["spec"]["kafka"] = {**kafka, "timeout": "5s"}
+        body["spec"]["kafka"] = streams_protocol_kafka(streams_protocol)
     return body
+
+
+def streams_protocol_env(app: str) -> list[dict[str, Any]]:
+    """The sample app's pod environment on the streams protocol: `group.protocol=streams`, no bridge (the
+    brokers assign), its client id the pod's name and the client tags that name its app and pod for
+    smoothscale's broker plugin."""
+    pod_name = {"valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    return [
+        {"name": "SMOOTHSCALE_BRIDGE", "value": "off"},
+        {"name": "STREAMS_CLIENT_ID", **pod_name},
+        {"name": "STREAMS_GROUP_PROTOCOL", "value": "streams"},
+        {"name": "STREAMS_CLIENT_TAG_SMOOTHSCALE_APP", "value": app},
+        {"name": "STREAMS_CLIENT_TAG_SMOOTHSCALE_POD", **pod_name},
+    ]
+
+
+def streams_protocol_kafka(bootstrap: str) -> dict[str, Any]:
+    """`spec.kafka` of an app on the streams protocol: the operator reads its group from `bootstrap` every
+    second (the group view the plugin publishes) and hands its plans to the brokers there."""
+    return {
+        "bootstrapServers": bootstrap,
+        "groupProtocol": "streams",
+        "refreshInterval": "1s",
+        "timeout": "5s",
+    }
+
+
+STREAMS_GROUP_CONFIGS = {
+    "streams.heartbeat.interval.ms": "500",
+    "streams.session.timeout.ms": "10000",
+    "streams.task.offset.interval.ms": "1000",
+}
+"""Group configs (set on the brokers) for a sandbox app on the streams protocol: heartbeats every 500 ms (a
+new assignment reaches the members within one), a killed instance gone from the group after 10 s (not 45),
+task offsets reported every second (the operator and the plugin see warmups catch up)."""
 
 
 def ready(pod: dict[str, Any]) -> bool:
@@ -140,6 +167,22 @@ def planned_runs(plan: Publication) -> dict[str, dict[str, set[str]]]:
     }
 
 
+def plan_differs(view: Mapping[str, Any] | None, plan: Publication | None) -> str | None:
+    """None when Kafka's own view of a streams group (`describe_streams_group`) is `plan`: smoothscale's
+    plugin its assignor, and every pod's members running exactly the pod's actives and copies; else what
+    differs."""
+    if view is None:
+        return "Kafka describes no such group (yet)"
+    if view["assignor"] != streams_protocol.ASSIGNOR_NAME:
+        ours = streams_protocol.ASSIGNOR_NAME
+        return f"the group's assignor is {view['assignor']}, not smoothscale's {ours}"
+    runs = {pod: roles for pod, roles in kafka_runs(view).items() if roles["active"] or roles["standby"]}
+    planned = {} if plan is None else planned_runs(plan)
+    if runs != planned:
+        return f"Kafka's view of the group {runs} is not the operator's plan {planned}"
+    return None
+
+
 def settle_streams_protocol(
     sandbox: Sandbox, app: str, bootstrap: str, replicas: int, tasks: int, timeout: float = 300
 ) -> Publication:
@@ -158,17 +201,10 @@ def settle_streams_protocol(
             view = None
         if publication is not None and view is not None and len(ready_pods) == len(listed) == replicas:
             counts = [len(publication.assignment.get(pod, ClientAssignment()).active) for pod in ready_pods]
-            runs = {
-                pod: roles for pod, roles in kafka_runs(view).items() if roles["active"] or roles["standby"]
-            }
-            if (
-                sum(counts) == tasks
-                and max(counts) - min(counts) <= 1
-                and view["assignor"] == streams_protocol.ASSIGNOR_NAME
-                and runs == planned_runs(publication)
-            ):
+            differs = plan_differs(view, publication)
+            if sum(counts) == tasks and max(counts) - min(counts) <= 1 and differs is None:
                 return publication
-            seen = (sorted(ready_pods), view["assignor"], planned_runs(publication), runs)
+            seen = (sorted(ready_pods), counts, differs)
         time.sleep(1)
     raise AssertionError(
         f"Kafka's view never was the balanced plan over {replicas} pods in {timeout} s: {seen}"

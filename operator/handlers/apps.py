@@ -35,7 +35,11 @@ def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
         await run_app(context, AppRef(namespace or "default", name, uid), observe, stopped.wait)
 
     @kopf.on.event(*_APP, registry=registry, id="app_changed")
-    def app_changed(name: str, namespace: str | None, meta: kopf.Meta, status: kopf.Status, **_: Any) -> None:
-        # Our own status writes come back as events too: only a new spec generation wakes the loop.
+    async def app_changed(
+        name: str, namespace: str | None, meta: kopf.Meta, status: kopf.Status, **_: Any
+    ) -> None:
+        # Our own status writes come back as events too: only a new spec generation wakes the loop. Async, so
+        # that it runs on the event loop: a synchronous handler runs in a thread, and the loop's wake-up
+        # (an asyncio.Event) is not thread-safe (set from a thread, a waiter may sleep on to its next timer).
         if namespace and meta.get("generation") != status.get("observedGeneration"):
             context.apps.trigger(namespace, name)

@@ -15,7 +15,8 @@ _OURS = {names.MANAGED_BY_LABEL: names.MANAGED_BY}
 
 def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
     @kopf.on.event("", "v1", "pods", labels=_OURS, registry=registry, id="pod_changed")
-    def pod_changed(namespace: str | None, labels: kopf.Labels, **_: Any) -> None:
+    async def pod_changed(namespace: str | None, labels: kopf.Labels, **_: Any) -> None:
+        # Async: on the event loop, which owns the app loop's wake-up (see `apps.app_changed`).
         app = labels.get(names.APP_LABEL)
         if app and namespace:
             context.apps.pods_changed(namespace, app)

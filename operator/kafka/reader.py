@@ -132,7 +132,7 @@ def _read(
         for topic, found in metadata.topics.items()
         if changelog_store(application_id, topic) is not None
     }
-    end_offsets = _end_offsets(admin, changelogs, timeout)
+    end_offsets = read_end_offsets(admin, changelogs, timeout)
     return ClusterView(
         read_at=now,
         brokers=brokers,
@@ -143,7 +143,10 @@ def _read(
     )
 
 
-def _end_offsets(admin: AdminClient, partitions: Mapping[str, int], timeout: float) -> dict[str, list[int]]:
+def read_end_offsets(
+    admin: AdminClient, partitions: Mapping[str, int], timeout: float
+) -> dict[str, list[int]]:
+    """Each topic's end offset per partition (`partitions`: topic -> how many), the broker's word."""
     if not partitions:
         return {}
     wanted = {

@@ -74,10 +74,15 @@ def snapshot(
     partitions: Mapping[str, int],
     input_racks: Mapping[str, list[list[str]]],
     published: Publication,
+    changelog_ends: Mapping[str, int] | None = None,
 ) -> Snapshot:
     """The planner's input for the group in `view`: its subtopologies (`partitions` by subtopology id,
-    stateful when it has changelogs), every pod with its rack, lags and the `published` plan's roles."""
-    ends = end_offsets(view)
+    stateful when it has changelogs), every pod with its rack, lags and the `published` plan's roles. Each
+    task's changelog size (a pod without its state is that far behind) is `changelog_ends` as read from
+    Kafka, else the largest end offset a member reported: Kafka Streams 4.4 reports none for a task it runs
+    as active (`UNKNOWN_END`), so without `changelog_ends` the tasks of a group whose members hold only
+    actives have size 0 and an empty pod counts as caught up on all of them."""
+    ends = {**end_offsets(view), **(changelog_ends or {})}
     tasks = [
         Task(
             id=f"{sub['id']}_{partition}",

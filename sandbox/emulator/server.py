@@ -121,7 +121,7 @@ class _Listener:
     async def start(self, port: int) -> int:
         """Listen on `port` (0 picks a free one); the port listened on."""
         self.emulator.reopen()
-        server = aiohttp.web.Server(self.emulator, handler_cancellation=True)
+        server = aiohttp.web.Server(self.emulator, handler_cancellation=True, access_log=None)
         runner = aiohttp.web.ServerRunner(server, shutdown_timeout=self.shutdown_timeout)
         await runner.setup()
         try:

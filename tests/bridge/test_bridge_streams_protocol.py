@@ -34,7 +34,7 @@ from smoothscale.sandbox.kafka_streams import (
     produce_orders,
     streams_protocol_app,
 )
-from smoothscale.sandbox.streams_app import settle_streams_protocol, streams_app
+from smoothscale.sandbox.streams_app import STREAMS_GROUP_CONFIGS, settle_streams_protocol, streams_app
 
 pytestmark = pytest.mark.slow
 
@@ -61,6 +61,7 @@ def orders_app(cluster: KafkaCluster, tmp_path: Path) -> Iterator[SampleApp]:
         kubeconfig=None,
         work_dir=tmp_path,
         env={"ORDERS_TOPIC": orders, "TOTALS_TOPIC": totals, "STREAMS_GROUP_PROTOCOL": "streams"},
+        process=streams_protocol_app(),
     )
     try:
         yield app
@@ -167,7 +168,7 @@ def test_the_operator_drives_a_streams_protocol_app_through_the_plugin(
     bootstrap = cluster.bootstrap_servers
     orders, totals = create_sample_topics(bootstrap, "operated", PARTITIONS)
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    plans.set_group_configs(admin, OPERATED, {**FAST_GROUP, "streams.task.offset.interval.ms": "1000"})
+    plans.set_group_configs(admin, OPERATED, dict(STREAMS_GROUP_CONFIGS))
     tasks = 2 * PARTITIONS
     with Sandbox(
         tmp_path / "sandbox",

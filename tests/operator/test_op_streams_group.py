@@ -58,6 +58,34 @@ def test_the_group_becomes_the_planners_input() -> None:
     assert "1_1" not in moved
 
 
+def test_an_empty_pod_is_as_far_behind_as_the_changelogs_kafka_reports() -> None:
+    """Kafka Streams 4.4 reports no end offset for a task it runs as active: a group whose members hold only
+    actives shows none. With the changelogs' end offsets as read from Kafka, a pod that just joined is that
+    far behind and gets a warmup first, not the active task (without them every task had size 0 and the
+    benchmark's new pods restored 20,396 records while their tasks were paused)."""
+    view = {
+        "subtopologies": VIEW["subtopologies"],
+        "members": [member("pod-0", "zone-a", {}, {}), member("pod-1", "zone-a", {}, {})],
+    }
+    published = Publication(
+        generation=3, assignment={"pod-0": ClientAssignment(active=["0_0", "0_1", "1_0", "1_1"])}
+    )
+    snapshot = streamsgroup.snapshot(
+        view,
+        now=datetime(2026, 11, 26, tzinfo=UTC),
+        config=PlannerConfig(acceptable_recovery_lag=100, num_standbys=0),
+        partitions={"0": 2, "1": 2},
+        input_racks={},
+        published=published,
+        changelog_ends={"1_0": 5_000, "1_1": 8_000},
+    )
+    tasks = {task.id: task for task in snapshot.tasks}
+    assert (tasks["1_0"].changelog_offsets, tasks["1_1"].changelog_offsets) == (5_000, 8_000)
+    roles = plan(snapshot).assignment["pod-1"]
+    assert not {"1_0", "1_1"} & set(roles.active), "a stateful task moves only once its copy caught up"
+    assert {"1_0", "1_1"} & set(roles.warmup)
+
+
 def running_member(pod: str, active: list[str], standby: list[str]) -> dict[str, Any]:
     return {
         **member(pod, "zone-a", {"1_0": 480}, {"1_0": 500}),

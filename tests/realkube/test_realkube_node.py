@@ -274,13 +274,6 @@ def test_a_streams_app_runs_scales_and_recovers_on_the_real_nodes(
 # -- the Java sample Kafka Streams app, from its own image, against three brokers ----------------------------
 
 
-JAVA_OPT_IN = "SMOOTHSCALE_REAL_NODE_JAVA"
-
-
-@pytest.mark.skipif(
-    os.environ.get(JAVA_OPT_IN) != "1",
-    reason=f"{JAVA_OPT_IN}=1 runs it: 3-6 minutes on two cores, beyond CI's budget (docs/real-node.md)",
-)
 @pytest.mark.timeout(1500)  # three steps of up to 300 s each, the brokers, the image's import and the checks
 def test_the_java_sample_app_scales_on_the_real_nodes_against_kafka(
     node_cluster: NodeCluster, operator_release: kubernetes.client.V1Pod, tmp_path: Path

@@ -101,6 +101,8 @@ def test_inputs_are_topic_partitions_and_an_optional_rate() -> None:
         (["--kafka", "--app-jar", "{jar}", "--input", "a:1", "--input", "a:2"], "a topic is given twice"),
         (["--kafka", "--app-jar", "{lib}"], "Invalid value for '--app-jar'"),
         (["--kafka", "--app-jar", "{tmp}/missing.jar"], "does not exist"),
+        (["--group-protocol", "streams"], "--group-protocol streams runs the sample app on real brokers"),
+        (["--kafka", "--group-protocol", "streams", "--app-jar", "{jar}"], "it needs --kafka, and neither"),
     ],
 )
 def test_bad_arguments_name_the_option_and_start_nothing(

@@ -9,11 +9,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 podman=("$here/podman.sh")
 
+# shellcheck source=tools/image/debian-root.sh
+source "$here/debian-root.sh"
+
 # `python-is-python3` gives the `python` the Dockerfile calls, `python3-venv` ensurepip's pip, ca-certificates
-# a trust store. Documentation, manual pages and translations are left out.
-suite=bookworm
+# a trust store.
 packages=python3,python3-venv,python-is-python3,ca-certificates
-recipe=$(sha256sum "$here/base.sh" | cut -c1-16)
+recipe=$(cat "$here/base.sh" "$here/debian-root.sh" | sha256sum | cut -c1-16)
 
 mapfile -t bases < <(awk 'toupper($1) == "FROM" {print $2}' "$root/Dockerfile" | sort -u)
 if ((${#bases[@]} != 1)); then
@@ -24,24 +26,5 @@ base="${bases[0]}"
 [[ $base == */* ]] || base="library/$base"
 [[ ${base%%/*} == *.* ]] || base="docker.io/$base"
 
-label=$("${podman[@]}" image inspect --format '{{index .Labels "io.smoothscale.base-recipe"}}' "$base" 2>/dev/null || true)
-if [[ $label != "$recipe" ]]; then
-	start=$SECONDS
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	mmdebstrap --quiet --variant=minbase --include="$packages" \
-		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-		--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-		"$suite" "$tmp/root.tar" \
-		"deb http://deb.debian.org/debian $suite main" \
-		"deb http://deb.debian.org/debian $suite-updates main" \
-		"deb http://deb.debian.org/debian-security $suite-security main" >&2
-	"${podman[@]}" import --quiet \
-		--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-		--change 'ENV LANG=C.UTF-8' \
-		--change "LABEL io.smoothscale.base-recipe=$recipe" \
-		--change 'CMD ["python3"]' \
-		"$tmp/root.tar" "$base" >/dev/null
-	echo "made $base (Debian $suite, $("${podman[@]}" run --rm "$base" python3 --version)) in $((SECONDS - start)) s" >&2
-fi
+debian_root "$base" "$recipe" "$packages" "" 'CMD ["python3"]'
 echo "$base"

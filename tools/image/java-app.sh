@@ -17,11 +17,12 @@ jar="${1:-$root/bridge/sample-app/target/sample-app.jar}"
 [[ -f $jar ]] || bash "$root/.ci/bridge.sh" >&2
 [[ -f $jar ]] || { echo "$jar is missing after .ci/bridge.sh" >&2; exit 1; }
 bash "$here/packages.sh"
+# shellcheck source=tools/image/debian-root.sh
+source "$here/debian-root.sh"
 
-# The runtime: Debian's OpenJDK 17 (the bridge's release level) without fonts' documentation and locales.
-suite=bookworm
+# The runtime: Debian's OpenJDK 17 (the bridge's release level).
 packages=openjdk-17-jre-headless
-recipe=$(sha256sum "$here/java-app.sh" | cut -c1-16)
+recipe=$(cat "$here/java-app.sh" "$here/debian-root.sh" | sha256sum | cut -c1-16)
 jre=localhost/smoothscale/jre:17
 # The jar's contents, not its bytes: Maven stamps every entry with the build's time, so two builds of the same
 # sources differ byte for byte; their entries' names and CRC-32s do not.
@@ -35,28 +36,9 @@ if [[ -f $archive ]]; then
 	exit 0
 fi
 
-label=$("${podman[@]}" image inspect --format '{{index .Labels "io.smoothscale.base-recipe"}}' "$jre" 2>/dev/null || true)
-if [[ $label != "$recipe" ]]; then
-	start=$SECONDS
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	# OpenJDK's postinst links its manual pages into /usr/share/man/man1, which must exist although no manual
-	# page is installed (without it: "update-alternatives: error creating symbolic link").
-	mmdebstrap --quiet --variant=minbase --include="$packages" \
-		--essential-hook='mkdir -p "$1/usr/share/man/man1"' \
-		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-		--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-		"$suite" "$tmp/root.tar" \
-		"deb http://deb.debian.org/debian $suite main" \
-		"deb http://deb.debian.org/debian $suite-updates main" \
-		"deb http://deb.debian.org/debian-security $suite-security main" >&2
-	"${podman[@]}" import --quiet \
-		--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-		--change 'ENV LANG=C.UTF-8' \
-		--change "LABEL io.smoothscale.base-recipe=$recipe" \
-		"$tmp/root.tar" "$jre" >/dev/null
-	echo "made $jre (Debian $suite, $packages) in $((SECONDS - start)) s" >&2
-fi
+# OpenJDK's postinst links its manual pages into /usr/share/man/man1, which must exist although no manual page
+# is installed (without it: "update-alternatives: error creating symbolic link").
+debian_root "$jre" "$recipe" "$packages" 'mkdir -p "$1/usr/share/man/man1"' ""
 
 start=$SECONDS
 context=$(mktemp -d)

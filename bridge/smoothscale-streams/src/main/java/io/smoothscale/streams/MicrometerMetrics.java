@@ -38,8 +38,11 @@ import org.slf4j.LoggerFactory;
  * {@code smoothscale_task_lag{task}} becomes the gauge {@code smoothscale.task.lag} tagged {@code task}, which
  * Micrometer's Prometheus registry writes back as {@code smoothscale_task_lag{task="..."}}; a counter keeps
  * its {@code _total}. Values are read at each scrape (from a snapshot at most {@value #FRESH_MILLIS} ms old);
- * which series exist (the tasks the pod holds) is brought up to date every {@value #SYNC_MILLIS} ms, and a
- * series that went away keeps its last value until then (never NaN, which the operator refuses).
+ * which series exist (the tasks the pod holds) is brought up to date every {@value #SYNC_MILLIS} ms, and at
+ * once when a read finds the series changed. Until its meter is gone, a series that went away reads as
+ * {@link #goneValue}: never NaN (which the operator refuses), and never a caught-up lag for a task the pod
+ * has closed (a pod that kept reporting lag 0 for a task it had just handed over had the operator move the
+ * task straight back onto it, with no warmup).
  */
 final class MicrometerMetrics implements MetricsEndpoint {
     static final long SYNC_MILLIS = 1_000;
@@ -67,11 +70,11 @@ final class MicrometerMetrics implements MetricsEndpoint {
     private volatile Map<Series, Double> snapshot = Map.of();
     private volatile long snapshotAt;
 
-    private MicrometerMetrics(PrometheusRegistry source, MeterRegistry target) {
+    private MicrometerMetrics(PrometheusRegistry source, MeterRegistry target, long syncMillis) {
         this.source = source;
         this.target = target;
         synchronize();
-        sync.scheduleWithFixedDelay(this::synchronize, SYNC_MILLIS, SYNC_MILLIS, TimeUnit.MILLISECONDS);
+        sync.scheduleWithFixedDelay(this::synchronize, syncMillis, syncMillis, TimeUnit.MILLISECONDS);
         sync.schedule(() -> {
             if (!servesPrometheus(target)) {
                 LOG.warn("The bridge's metrics are in Micrometer's global registry, but no Prometheus registry joined"
@@ -85,12 +88,13 @@ final class MicrometerMetrics implements MetricsEndpoint {
 
     /** The bridge's metrics, from {@code source}, in Micrometer's global registry. */
     static MicrometerMetrics bind(PrometheusRegistry source) {
-        return new MicrometerMetrics(source, Metrics.globalRegistry);
+        return new MicrometerMetrics(source, Metrics.globalRegistry, SYNC_MILLIS);
     }
 
-    /** The bridge's metrics in {@code target} (tests: a registry of their own). */
-    static MicrometerMetrics bind(PrometheusRegistry source, MeterRegistry target) {
-        return new MicrometerMetrics(source, target);
+    /** The bridge's metrics in {@code target} (tests: a registry of their own), its series synchronised
+     * every {@code syncMillis} and whenever a read finds them changed. */
+    static MicrometerMetrics bind(PrometheusRegistry source, MeterRegistry target, long syncMillis) {
+        return new MicrometerMetrics(source, target, syncMillis);
     }
 
     private static boolean servesPrometheus(MeterRegistry registry) {
@@ -139,9 +143,13 @@ final class MicrometerMetrics implements MetricsEndpoint {
                 values.put(new Series(name, labels), value);
             }
         }
+        boolean changed = !values.keySet().equals(snapshot.keySet());
         snapshot = values;
         snapshotAt = System.nanoTime();
         lastValues.putAll(values);
+        if (changed && !sync.isShutdown()) {
+            sync.execute(this::synchronize);  // the meters follow the series now, not at the next tick
+        }
         return new Reading(values, help, counters);
     }
 
@@ -173,13 +181,28 @@ final class MicrometerMetrics implements MetricsEndpoint {
             .description(help).tags(tags).register(target);
     }
 
-    /** The series' value as of at most {@link #FRESH_MILLIS} ago; its last one when it has just gone away. */
+    /** The series' value as of at most {@link #FRESH_MILLIS} ago; {@link #goneValue} when it has just gone away. */
     private double value(Series series) {
         if (System.nanoTime() - snapshotAt > TimeUnit.MILLISECONDS.toNanos(FRESH_MILLIS)) {
             read();
         }
         Double value = snapshot.get(series);
-        return value != null ? value : lastValues.getOrDefault(series, 0.0);
+        return value != null ? value : goneValue(series);
+    }
+
+    /**
+     * What a series that went away reads until its meter is removed. A task's lag reads as its whole changelog
+     * (the task's last changelog end offset): KIP-441's lag of a client without the task's state, which is
+     * what the pod has once it has closed the task, so the operator takes it for no copy at all. Any other
+     * series keeps its last value (a counter's total, a changelog's end: true a moment ago, and no decision
+     * rests on a stale one).
+     */
+    private double goneValue(Series series) {
+        if (series.name().equals(ContractMetrics.TASK_LAG)) {
+            Double end = lastValues.get(new Series(ContractMetrics.CHANGELOG_END_OFFSET, series.labels()));
+            return end != null ? end : Long.MAX_VALUE;
+        }
+        return lastValues.getOrDefault(series, 0.0);
     }
 
     @Override

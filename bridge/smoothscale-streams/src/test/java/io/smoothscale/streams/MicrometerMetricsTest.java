@@ -83,7 +83,7 @@ class MicrometerMetricsTest {
         Counter fallbacks = Counter.builder().name(AssignorMetrics.FALLBACKS).help("fallbacks").labelNames("reason")
             .register(bridge);
         fallbacks.labelValues("unknown_client").inc();
-        MicrometerMetrics metrics = MicrometerMetrics.bind(bridge, app);
+        MicrometerMetrics metrics = MicrometerMetrics.bind(bridge, app, MicrometerMetrics.SYNC_MILLIS);
         try {
             String scrape = app.scrape();
             assertTrue(scrape.contains("smoothscale_task_lag{task=\"0_1\"} 12.0"), scrape);
@@ -110,5 +110,35 @@ class MicrometerMetricsTest {
             metrics.close();
         }
         assertFalse(app.scrape().contains("smoothscale_"), app.scrape());
+    }
+
+    @Test
+    void aTaskThePodClosedNeverReadsAsCaughtUp() throws Exception {
+        Map<String, Long> lags = new ConcurrentHashMap<>(Map.of("0_1", 12L, "1_3", 0L));
+        PrometheusRegistry bridge = new PrometheusRegistry();
+        GaugeWithCallback.builder().name(ContractMetrics.TASK_LAG).help("lag").labelNames(ContractMetrics.TASK_LABEL)
+            .callback(callback -> lags.forEach((task, lag) -> callback.call(lag, task))).register(bridge);
+        GaugeWithCallback.builder().name(ContractMetrics.CHANGELOG_END_OFFSET).help("end")
+            .labelNames(ContractMetrics.TASK_LABEL)
+            .callback(callback -> lags.keySet().forEach(task -> callback.call(40, task))).register(bridge);
+        // No periodic synchronisation within the test: what it sees follows from the reads alone.
+        MicrometerMetrics metrics = MicrometerMetrics.bind(bridge, app, Duration.ofHours(1).toMillis());
+        try {
+            assertTrue(app.scrape().contains("smoothscale_task_lag{task=\"1_3\"} 0.0"), app.scrape());
+            lags.remove("1_3");  // the pod hands 1_3 over and closes it
+            Thread.sleep(MicrometerMetrics.FRESH_MILLIS + 50);
+            long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+            String scrape = app.scrape();
+            while (scrape.contains("task=\"1_3\"") && System.nanoTime() < deadline) {
+                assertTrue(scrape.contains("smoothscale_task_lag{task=\"1_3\"} 40.0"),
+                    "until its meter goes, a closed task's lag is its whole changelog, never its last lag: " + scrape);
+                Thread.sleep(20);
+                scrape = app.scrape();
+            }
+            assertFalse(scrape.contains("task=\"1_3\""), "its series go at once, not at the next tick: " + scrape);
+            assertTrue(scrape.contains("smoothscale_task_lag{task=\"0_1\"} 12.0"), scrape);
+        } finally {
+            metrics.close();
+        }
     }
 }
