@@ -5,7 +5,12 @@ every scrape interval (1,000 pods at a 1 s interval: 1,000 GETs a second), and a
 (sessions, cookies, redirects, tracing, decompression: nothing a scrape needs) cost ~170 us of CPU a GET
 here, most of a steady operator's CPU, against ~30 us for a GET on a kept connection. HTTP itself (status
 line, headers, Content-Length or chunked framing, keep-alive) is parsed by httptools (llhttp, uvicorn's
-parser); this module keeps connections and frames requests, nothing more. What it does not do, on purpose:
+parser); this module keeps connections and frames requests, nothing more.
+
+A GET is a callback chain, not a coroutine (`KeepAliveClient.start`: the connection's protocol callbacks hand
+the outcome to a listener): at 1,000 GETs a second a task, a timeout scope and a semaphore per GET, with the
+event loop's hops between them, cost about as much CPU as the HTTP exchange itself. `get` wraps one in a
+coroutine for callers that want one. What it does not do, on purpose:
 redirects (a scrape target answering 3xx is a misconfigured endpoint: reported as such), compression (it
 never asks for it; a compressed answer anyway is a `ProtocolError`), TLS (metrics URLs are plain http).
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import cast
@@ -40,6 +46,11 @@ class Response:
     body: bytes
 
 
+Outcome = Response | Exception
+"""What a GET came to: the response, or why there is none."""
+Listener = Callable[[Outcome], None]
+
+
 @dataclass(frozen=True, slots=True)
 class _Target:
     host: str
@@ -63,13 +74,16 @@ def _target(url: str) -> _Target:
 
 
 class _Connection(asyncio.Protocol):
-    """One connection to one endpoint, one request at a time; the parser's callbacks fill the response."""
+    """One connection to one endpoint, one request at a time; the parser's callbacks fill the response,
+    which goes to the exchange's listener once the parser has returned (so that the listener may send the
+    next request on this connection)."""
 
     def __init__(self, max_body: int) -> None:
         self._max_body = max_body
         self._transport: asyncio.Transport | None = None
         self._parser: httptools.HttpResponseParser | None = None
-        self._waiter: asyncio.Future[Response] | None = None
+        self._listener: Listener | None = None
+        self._response: Response | None = None
         self._body = bytearray()
         self._framed = False
         self._headers_done = False
@@ -86,19 +100,28 @@ class _Connection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
-        if self._parser is None:  # nothing was asked: the endpoint speaks out of turn
+        parser = self._parser
+        if parser is None:  # nothing was asked: the endpoint speaks out of turn
             self.close()
             return
         self.answered = True
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserError as error:
             # httptools wraps what a callback raised (a refusal below) in its own error
             refused = error.__context__
-            if isinstance(refused, ProtocolError | BodyTooLarge):
+            if self._response is not None:  # bytes beyond a complete response: it stands, the connection not
+                self.close()
+            elif isinstance(refused, ProtocolError | BodyTooLarge):
                 self._fail(refused)
+                return
             else:
                 self._fail(ProtocolError(f"not an HTTP response: {error}"))
+                return
+        response = self._response
+        if response is not None:
+            self._response = None
+            self._deliver(response)
 
     def eof_received(self) -> bool:
         return False  # close the transport: connection_lost ends the exchange
@@ -106,9 +129,11 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.reusable = False
-        if self._waiter is not None and not self._waiter.done():
-            if self._headers_done and not self._framed:  # a body delimited by the end of the connection
-                self._complete()
+        if self._listener is not None:
+            parser = self._parser
+            if self._headers_done and not self._framed and parser is not None:
+                # a body delimited by the end of the connection
+                self._deliver(Response(parser.get_status_code(), bytes(self._body)))
             else:
                 self._fail(exc or ConnectionResetError("the endpoint closed the connection"))
 
@@ -130,19 +155,27 @@ class _Connection(asyncio.Protocol):
             raise BodyTooLarge(f"more than {self._max_body} bytes")
 
     def on_message_complete(self) -> None:
-        self.reusable = self._parser is not None and self._parser.should_keep_alive()
-        self._complete()
+        parser = self._parser
+        if parser is not None and self._listener is not None:
+            self.reusable = parser.should_keep_alive()
+            self._response = Response(parser.get_status_code(), bytes(self._body))
 
     # -- one exchange ----------------------------------------------------------------------------------------
 
-    def send(self, request: bytes) -> asyncio.Future[Response]:
+    def send(self, request: bytes, listener: Listener) -> None:
+        """Send `request`; `listener` gets the response or the failure, once (unless `abort` comes first)."""
         assert self._transport is not None
         self._parser = httptools.HttpResponseParser(self)
-        self._waiter = asyncio.get_running_loop().create_future()
+        self._listener = listener
+        self._response = None
         self._body = bytearray()
         self._framed = self._headers_done = self.reusable = self.answered = False
         self._transport.write(request)
-        return self._waiter
+
+    def abort(self) -> None:
+        """The exchange's caller gave up: close, and tell no one."""
+        self._listener = self._parser = self._response = None
+        self.close()
 
     def close(self) -> None:
         self.closed = True
@@ -150,27 +183,94 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
-    def _complete(self) -> None:
-        waiter, parser = self._waiter, self._parser
-        self._waiter = self._parser = None
-        if waiter is not None and parser is not None and not waiter.done():
-            waiter.set_result(Response(parser.get_status_code(), bytes(self._body)))
+    def _deliver(self, outcome: Outcome) -> None:
+        listener = self._listener
+        self._listener = self._parser = None
+        if listener is not None:
+            listener(outcome)
 
     def _fail(self, error: Exception) -> None:
-        waiter = self._waiter
-        self._waiter = self._parser = None
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(error)
         self.close()
+        self._deliver(error)
+
+
+class Exchange:
+    """One GET under way (`KeepAliveClient.start`): its listener gets the outcome once, unless `abort`
+    comes first."""
+
+    __slots__ = ("_client", "_connection", "_listener", "_opening", "_target")
+
+    def __init__(self, client: KeepAliveClient, target: _Target, listener: Listener) -> None:
+        self._client = client
+        self._target = target
+        self._listener: Listener | None = listener
+        self._connection: _Connection | None = None
+        self._opening: asyncio.Task[None] | None = None
+
+    def abort(self) -> None:
+        """Give up (the caller's deadline): the connection is closed, the listener is not called."""
+        self._listener = None
+        if self._opening is not None:
+            self._opening.cancel()
+            self._opening = None
+        if self._connection is not None:
+            self._connection.abort()
+            self._connection = None
+
+    def _send(self, connection: _Connection, *, kept: bool) -> None:
+        self._connection = connection
+        connection.send(self._target.request, self._answered_on_kept if kept else self._answered)
+
+    def _open(self) -> None:
+        self._opening = asyncio.get_running_loop().create_task(self._connect())
+
+    async def _connect(self) -> None:
+        try:
+            connection = await self._client.connect(self._target)
+        except Exception as error:  # the listener is told, and decides what counts
+            self._opening = None
+            self._deliver(error)
+            return
+        self._opening = None
+        if self._listener is None:
+            connection.close()
+            return
+        self._send(connection, kept=False)
+
+    def _answered_on_kept(self, outcome: Outcome) -> None:
+        connection = self._connection
+        if (
+            isinstance(outcome, OSError | ProtocolError)
+            and connection is not None
+            and not connection.answered
+        ):
+            self._connection = None  # closed before it answered (its idle timeout): send it once more
+            self._open()
+            return
+        self._answered(outcome)
+
+    def _answered(self, outcome: Outcome) -> None:
+        connection = self._connection
+        self._connection = None
+        if connection is not None and isinstance(outcome, Response):
+            self._client.release(connection, self._target)
+        self._deliver(outcome)
+
+    def _deliver(self, outcome: Outcome) -> None:
+        listener = self._listener
+        self._listener = None
+        if listener is not None:
+            listener(outcome)
 
 
 class KeepAliveClient:
     """GETs of http URLs, each endpoint's connection kept for the next GET (one per operator).
 
-    Failures raise: OSError (connecting, a reset), ProtocolError, BodyTooLarge, ValueError (not an http URL).
-    A GET on a kept connection that the endpoint closed meanwhile (its idle timeout) is sent once more on a
-    new connection, as browsers and aiohttp do: GETs are safe to repeat. The caller bounds the time
-    (`asyncio.timeout`); a GET cut short closes its connection.
+    Failures are outcomes (`start`) or raise (`get`): OSError (connecting, a reset), ProtocolError,
+    BodyTooLarge; ValueError (not an http URL) raises from either. A GET on a kept connection that the
+    endpoint closed meanwhile (its idle timeout) is sent once more on a new connection, as browsers and
+    aiohttp do: GETs are safe to repeat. The caller bounds the time (`Exchange.abort`, or cancelling
+    `get`); a GET cut short closes its connection.
     """
 
     def __init__(self, *, max_body: int) -> None:
@@ -178,44 +278,56 @@ class KeepAliveClient:
         self._idle: dict[tuple[str, int], _Connection] = {}
         self._swept = time.monotonic()
 
-    async def get(self, url: str) -> Response:
+    def start(self, url: str, listener: Listener) -> Exchange:
+        """Start a GET of `url`; `listener` is called with its outcome, from the event loop's callbacks
+        (never from within `start`); raises ValueError if `url` is not an http URL."""
         target = _target(url)
+        exchange = Exchange(self, target, listener)
         kept = self._idle.pop((target.host, target.port), None)
         if kept is not None and not kept.closed:
-            try:
-                return await self._exchange(kept, target)
-            except (OSError, ProtocolError):
-                if kept.answered:
-                    raise
-        return await self._exchange(await self._connect(target), target)
+            exchange._send(kept, kept=True)
+        else:
+            exchange._open()
+        return exchange
+
+    async def get(self, url: str) -> Response:
+        """One GET, as a coroutine; raises what `start`'s listener would be given."""
+        answer: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+        def settle(outcome: Outcome) -> None:
+            if answer.done():
+                return
+            if isinstance(outcome, Response):
+                answer.set_result(outcome)
+            else:
+                answer.set_exception(outcome)
+
+        exchange = self.start(url, settle)
+        try:
+            return await answer
+        finally:
+            exchange.abort()  # nothing once answered; closes the connection of a GET cut short
 
     async def close(self) -> None:
         for connection in self._idle.values():
             connection.close()
         self._idle.clear()
 
-    async def _connect(self, target: _Target) -> _Connection:
+    async def connect(self, target: _Target) -> _Connection:
         loop = asyncio.get_running_loop()
         _, connection = await loop.create_connection(
             lambda: _Connection(self._max_body), target.host, target.port
         )
         return connection
 
-    async def _exchange(self, connection: _Connection, target: _Target) -> Response:
-        try:
-            response = await connection.send(target.request)
-        except BaseException:
+    def release(self, connection: _Connection, target: _Target) -> None:
+        """A connection that answered: kept for the endpoint's next GET if it may be, else closed."""
+        if not connection.reusable or connection.closed:
             connection.close()
-            raise
-        if connection.reusable and not connection.closed:
-            self._keep(connection, (target.host, target.port))
-        else:
-            connection.close()
-        return response
-
-    def _keep(self, connection: _Connection, key: tuple[str, int]) -> None:
+            return
         now = time.monotonic()
         connection.idle_since = now
+        key = (target.host, target.port)
         previous = self._idle.get(key)
         if previous is not None:
             previous.close()

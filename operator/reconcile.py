@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,7 +55,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
-from .resource import GroupProtocol, InvalidSpecError, StreamsAppSpec, load_spec
+from .resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
 from .scrape import metrics_url
 
 
@@ -125,6 +125,7 @@ class AppReconciler:
         self._spec_read: _SpecRead | None = None
         self._pod_events = 0
         self._pods_read: _PodsRead | None = None
+        self._urls: tuple[tuple[PodInfo, ...], MetricsSpec, Mapping[str, str]] | None = None
 
     @property
     def published(self) -> Published | None:
@@ -190,7 +191,7 @@ class AppReconciler:
         topology = core_round.kafka_topology(self.memory, spec, self.app.name)
         self.report.post(self.kafka.poll(topology, self.publication))
         facts = self.kafka.facts
-        urls: dict[str, str] = {}
+        urls: Mapping[str, str] = {}
         results: Mapping[str, ScrapeResult] = {}
         if working is not None and _on_streams_protocol(working):
             # the group coordinator knows what the pods would report: read from Kafka, no pod is scraped
@@ -200,7 +201,7 @@ class AppReconciler:
                     group.view, self.publication, facts.partitions, facts.changelog_offsets
                 )
         elif working is not None:
-            urls = _metrics_urls(pods, working)
+            urls = self._metrics_urls(pods, working.metrics)
             results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
@@ -245,7 +246,7 @@ class AppReconciler:
         self._spec_read = _SpecRead(copy.deepcopy(raw), spec, problems, revision)
         return spec, problems, revision
 
-    async def _pods(self, now: datetime) -> list[PodInfo]:
+    async def _pods(self, now: datetime) -> tuple[PodInfo, ...]:
         """The app's pods: the last list while it is still current, else a new one.
 
         The hand-over lets a task start elsewhere without waiting when its old owner is gone, so "gone" must
@@ -259,10 +260,10 @@ class AppReconciler:
         """
         read = self._pods_read
         if read is not None and read.events == self._pod_events and now - read.at < self.pods_recheck:
-            return list(read.pods)
+            return read.pods  # the very same value: the step's comparison with the last round is by identity
         events = self._pod_events  # an event arriving while the list is under way: listed again next round
-        pods = await self._list_pods()
-        self._pods_read = _PodsRead(tuple(pods), events, now)
+        pods = tuple(await self._list_pods())
+        self._pods_read = _PodsRead(pods, events, now)
         return pods
 
     async def _list_pods(self) -> list[PodInfo]:
@@ -280,6 +281,20 @@ class AppReconciler:
             return ConfigMapRead(now, await load_published(self.ctx.api, self.app))
         except CorruptAssignment as error:
             return ConfigMapRead(now, unreadable=str(error))
+
+    def _metrics_urls(self, pods: tuple[PodInfo, ...], metrics: MetricsSpec) -> Mapping[str, str]:
+        """Every running pod with an address (a pod without one has not started: nothing to ask); the very
+        same value while the pods and the metrics settings are (the step compares it by identity)."""
+        last = self._urls
+        if last is not None and last[0] is pods and last[1] is metrics:
+            return last[2]
+        urls = {
+            p.name: url
+            for p in pods
+            if p.alive and not p.deleting and (url := metrics_url(p, metrics)) is not None
+        }
+        self._urls = (pods, metrics, urls)
+        return urls
 
     # -- act and report --------------------------------------------------------------------------------
 
@@ -360,12 +375,3 @@ class AppReconciler:
 def _on_streams_protocol(spec: StreamsAppSpec) -> bool:
     """The app runs `group.protocol=streams`: Kafka's group coordinator assigns its tasks (KIP-1071)."""
     return spec.kafka is not None and spec.kafka.group_protocol is GroupProtocol.STREAMS
-
-
-def _metrics_urls(pods: Sequence[PodInfo], spec: StreamsAppSpec) -> dict[str, str]:
-    """Every running pod with an address (a pod without one has not started: nothing to ask)."""
-    return {
-        p.name: url
-        for p in pods
-        if p.alive and not p.deleting and (url := metrics_url(p, spec.metrics)) is not None
-    }

@@ -35,7 +35,11 @@ class AppReporter:
         self._labels = (app.namespace, app.name)
         self._status_model: StreamsAppStatus | None = None
         self._status_written: datetime | None = None
+        self._status_unchanged: StreamsAppStatus | None = None
+        """The last status found equal to the one written (a steady app's rounds repeat the same value)."""
         self._gauges: tuple[int, int, int, int] | None = None
+        self._gauged: tuple[Publication, Sequence[PodInfo]] | None = None
+        """The publication and pods the gauges were last computed from (a steady round repeats both)."""
 
     # -- journal and events ----------------------------------------------------------------------------
 
@@ -120,7 +124,12 @@ class AppReporter:
 
     def gauges(self, published: Publication, pods: Sequence[PodInfo]) -> None:
         """The app's gauges, set when one of them changed (looking up four labelled series every round
-        was a thirtieth of a steady operator's CPU)."""
+        was a thirtieth of a steady operator's CPU); not even computed when the publication and the pods are
+        the very ones of the last call."""
+        gauged = self._gauged
+        if gauged is not None and gauged[0] is published and gauged[1] is pods:
+            return
+        self._gauged = (published, pods)
         warmups = sum(len(a.warmup) for a in published.assignment.values())
         leaving = sum(1 for p in pods if p.is_leaving and not p.deleting)
         values = (published.generation, warmups, len(published.revoking), leaving)
@@ -138,7 +147,7 @@ class AppReporter:
 
     def forget(self) -> None:
         self.ctx.metrics.forget(self.app)
-        self._gauges = None
+        self._gauges = self._gauged = None
 
     # -- status ----------------------------------------------------------------------------------------
 
@@ -161,16 +170,20 @@ class AppReporter:
             resource_names.API_VERSION, self.app.namespace, resource_names.PLURAL, self.app.name, "status"
         )
         await self.ctx.api.patch(path, {"status": status.model_dump(mode="json", by_alias=True)})
-        self._status_model, self._status_written = status, now
+        self._status_model, self._status_written, self._status_unchanged = status, now, None
 
     def _due(self, status: StreamsAppStatus, now: datetime) -> bool:
         """Compared as models, not as the JSON written: most rounds change nothing, and dumping every
         round's status only to find it equal was a twentieth of a steady operator's CPU. (Equal models
-        write equal JSON; the conditions keep their transition times when unchanged.)"""
+        write equal JSON; the conditions keep their transition times when unchanged.) A steady app's rounds
+        repeat one status value: once found equal, it is recognised by identity."""
         old = self._status_model
         if old is None or self._status_written is None:
             return True
+        if status is old or status is self._status_unchanged:
+            return False
         if status == old:
+            self._status_unchanged = status
             return False
         if status.model_copy(update={"lag": old.lag}) != old:
             return True

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any, Literal
 
 from smoothscale.assignor.models import Plan, Snapshot
@@ -383,9 +384,10 @@ def quiet_until(
     return min(due) if due else None
 
 
-def _same(a: object, b: object, names: tuple[str, ...]) -> bool:
-    """Equal in every field named (unchanged values are the same objects: mostly identity checks)."""
-    return all((x := getattr(a, name)) is (y := getattr(b, name)) or x == y for name in names)
+def _same(a: object, b: object, fields_of: Callable[[object], tuple[object, ...]]) -> bool:
+    """Equal in every field `fields_of` reads (unchanged values are the same objects: mostly identity checks,
+    which the comparison of two tuples makes element by element before any `==`, in C)."""
+    return fields_of(a) == fields_of(b)
 
 
 def _decide(
@@ -700,5 +702,5 @@ def _plan_outcome(memory: PlanMemory | None) -> PlanOutcome | None:
     )
 
 
-_MEMORY_FIELDS = tuple(f.name for f in fields(RoundMemory) if f.name != "quiet")
-_OBSERVED_FIELDS = tuple(f.name for f in fields(Observation) if f.name != "now")
+_MEMORY_FIELDS = attrgetter(*(f.name for f in fields(RoundMemory) if f.name != "quiet"))
+_OBSERVED_FIELDS = attrgetter(*(f.name for f in fields(Observation) if f.name != "now"))

@@ -139,6 +139,29 @@ async def test_pods_are_scraped_concurrently_and_failures_are_results(endpoints:
     }
 
 
+async def test_pods_waiting_for_a_free_slot_get_their_own_deadline(endpoints: str) -> None:
+    """At most `concurrency` GETs are under way: pods that hang fill the slots, and the healthy pods waiting
+    behind them start when a slot frees, with a deadline of their own (not one the hanging pods used up)."""
+    scraper = Scraper(timeout=0.4, concurrency=2)
+    urls = {f"pod-slow-{n}": f"{endpoints}/slow" for n in range(2)}
+    urls |= {f"pod-ok-{n}": f"{endpoints}/ok" for n in range(3)}
+    try:
+        results = await scraper.scrape_all(urls, NAMES)
+        # a round cut short leaves no GET behind: the slots are free for the next one
+        cut = asyncio.ensure_future(scraper.scrape_all({"pod-slow-0": f"{endpoints}/slow"}, NAMES))
+        await asyncio.sleep(0.05)
+        cut.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cut
+        again = await scraper.scrape_all({f"pod-ok-{n}": f"{endpoints}/ok" for n in range(3)}, NAMES)
+    finally:
+        await scraper.close()
+    reasons = {pod: r.reason for pod, r in results.items() if isinstance(r, ScrapeFailure)}
+    assert reasons == {"pod-slow-0": FailureReason.UNREACHABLE, "pod-slow-1": FailureReason.UNREACHABLE}
+    assert all(results[f"pod-ok-{n}"] == parse_metrics(EXPOSITION, NAMES) for n in range(3))
+    assert all(r == parse_metrics(EXPOSITION, NAMES) for r in again.values())
+
+
 SIMPLE_LINES = st.one_of(
     st.builds(
         lambda name, task, value, stamp: f'{name}{{task="{task}"}} {value}{stamp}',
