@@ -61,6 +61,11 @@ final class MicrometerMetrics implements MetricsEndpoint {
     private final PrometheusRegistry source;
     private final MeterRegistry target;
     private final Map<Series, Meter> meters = new ConcurrentHashMap<>();
+    /**
+     * Every series' last value, kept after the series has gone: a scrape running beside {@link #synchronize}
+     * may still read a gone task's lag after its changelog end's meter was removed, and must find that end
+     * ({@link #goneValue}). Bounded by the series the app ever had (its tasks times the bridge's metrics).
+     */
     private final Map<Series, Double> lastValues = new ConcurrentHashMap<>();
     private final ScheduledExecutorService sync = Executors.newSingleThreadScheduledExecutor(runnable -> {
         Thread thread = new Thread(runnable, "smoothscale-micrometer");
@@ -163,7 +168,6 @@ final class MicrometerMetrics implements MetricsEndpoint {
                 return false;
             }
             target.remove(entry.getValue());
-            lastValues.remove(entry.getKey());
             return true;
         });
     }
