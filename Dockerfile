@@ -14,16 +14,9 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-# Every folder pyproject.toml maps onto the smoothscale namespace (a test keeps this list complete).
+# The package's source tree (src/smoothscale, every part of it) and what pyproject.toml needs to build it.
 COPY pyproject.toml README.md ./
-COPY contract contract
-COPY assignor assignor
-COPY operator operator
-COPY pipeline pipeline
-COPY cli cli
-COPY client client
-COPY sandbox sandbox
-COPY simulation simulation
+COPY src src
 # The API emulator and the in-memory pod runtime (smoothscale.sandbox.emulator) are test infrastructure: they
 # need the `sandbox` extra, which the image does not install, and are removed from the environment.
 RUN python -m venv /opt/smoothscale \

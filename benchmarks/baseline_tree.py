@@ -36,8 +36,9 @@ def baseline_tree(ref: str, package: str, sentinel: str) -> tuple[str, Path]:
     sha = found.stdout.strip()
     root = REPOSITORY / ".cache" / f"{package}-baseline" / sha
     if not (root / "smoothscale" / package / sentinel).is_file():
+        prefix = f"--prefix=smoothscale/{package}/"
         archive = subprocess.run(
-            ["git", "archive", "--format=tar", "--prefix=smoothscale/", sha, package],
+            ["git", "archive", "--format=tar", prefix, _package_tree(sha, package)],
             cwd=REPOSITORY,
             capture_output=True,
             check=True,
@@ -46,6 +47,9 @@ def baseline_tree(ref: str, package: str, sentinel: str) -> tuple[str, Path]:
         staging = Path(tempfile.mkdtemp(dir=root.parent))
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(staging, filter="data")
+        # A package folder of the layout before src/ could lack its __init__.py (`operator/` did): as a
+        # namespace portion it would lose to the checkout's regular package of the same name.
+        (staging / "smoothscale" / package / "__init__.py").touch()
         try:
             staging.rename(root)
         except OSError:  # another run extracted the same commit meanwhile: use its tree
@@ -53,6 +57,18 @@ def baseline_tree(ref: str, package: str, sentinel: str) -> tuple[str, Path]:
             if not root.is_dir():
                 raise
     return sha, root
+
+
+def _package_tree(sha: str, package: str) -> str:
+    """The tree of `package` in commit `sha`: under src/smoothscale/ since the layout moved there, at the
+    repository's root before."""
+    for path in (f"src/smoothscale/{package}", package):
+        found = subprocess.run(
+            ["git", "cat-file", "-e", f"{sha}:{path}"], cwd=REPOSITORY, capture_output=True, check=False
+        )
+        if found.returncode == 0:
+            return f"{sha}:{path}"
+    sys.exit(f"--baseline {sha}: the commit has no {package} package")
 
 
 def worker_environment(source: Path | None) -> dict[str, str]:
@@ -65,8 +81,9 @@ def worker_environment(source: Path | None) -> dict[str, str]:
 
 def check_origin(module_file: str, source: Path | None, package: str) -> str | None:
     """Why a worker's imported module (its `__file__`) is not the expected side's, or None if it is: under
-    `source`'s copy of `package` for the baseline, under the checkout's `package/` otherwise."""
-    expected = ((source / "smoothscale") if source else REPOSITORY).resolve() / package
+    `source`'s copy of `package` for the baseline, under the checkout's `src/smoothscale/package/`
+    otherwise."""
+    expected = (source or REPOSITORY / "src").resolve() / "smoothscale" / package
     found = Path(module_file).resolve()
     if found.is_relative_to(expected):
         return None

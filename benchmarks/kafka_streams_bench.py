@@ -1,7 +1,7 @@
 """Head-to-head on one real broker: the sample Kafka Streams app scaled out from 3 to 6 instances,
 (a) with Kafka Streams' own assignor (its defaults, except probing.rebalance.interval.ms at its minimum of
 60 s), then (b) with the bridge following the publications of the operator's own decision path: the control
-core (`smoothscale.operator.control`: when to plan, the planner's input, what to publish for
+core (`smoothscale.control`: when to plan, the planner's input, what to publish for
 `spec.runtime: KafkaStreams`) through the simulator's adapter to it, fed each round (`--scrape-interval`)
 with the instances' metrics, as the operator scrapes them. Both sides' instances are started the same way
 by the benchmark (the operator's own run of such pods, through the sandbox's kubelet stand-in, is
@@ -263,7 +263,7 @@ def drive_smoothscale(
     started: float,
     scrape_interval: float,
 ) -> int:
-    """The operator's decision path (`smoothscale.operator.control`, through the simulator's adapter to it)
+    """The operator's decision path (`smoothscale.control`, through the simulator's adapter to it)
     on what the instances' metrics show, one round per `scrape_interval`, until the plan is final, fully
     published and run by every pod, and Kafka's view of the group is balanced; the generations published."""
     scrape = Scrape(app)

@@ -1,10 +1,12 @@
-"""The repository layout must never shadow the standard library (`operator/` is one of its folders)."""
+"""The repository's layout: the package under src/, its folders the import names, nothing at the root that
+could shadow the standard library (the operator's package is named `operator`)."""
 
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "smoothscale"
 
 
 def test_stdlib_operator_wins_from_repository_root() -> None:
@@ -16,5 +18,13 @@ def test_stdlib_operator_wins_from_repository_root() -> None:
     assert out[1] == "7"
 
 
-def test_operator_folder_has_no_init() -> None:
-    assert not (ROOT / "operator" / "__init__.py").exists()
+def test_every_folder_with_modules_is_a_package_named_by_its_path() -> None:
+    """A folder's path below src/ is its import name: each one holding modules is a regular package."""
+    folders = {path.parent for path in PACKAGE.rglob("*.py")} - {PACKAGE}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file()) == []
+
+
+def test_the_package_is_imported_from_src() -> None:
+    import smoothscale.control.round  # noqa: PLC0415
+
+    assert Path(smoothscale.control.round.__file__).resolve().is_relative_to(ROOT / "src")

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 
 from smoothscale.contract import names as contract
-from smoothscale.operator.resource import Runtime
-from smoothscale.operator.resource.spec import StreamsAppSpec
+from smoothscale.resource import Runtime
+from smoothscale.resource.spec import StreamsAppSpec
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "examples" / "kafka-streams-app.yaml"

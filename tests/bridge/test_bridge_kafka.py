@@ -17,9 +17,9 @@ import kubernetes
 import pytest
 
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.operator.control.observed import PodMetrics, ScrapeResult
-from smoothscale.operator.resource import MetricNames
+from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.operator.scrape import Scraper
+from smoothscale.resource import MetricNames
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka_streams import (

@@ -27,7 +27,7 @@ import pytest
 from smoothscale.client import from_configmap
 from smoothscale.contract import names as contract
 from smoothscale.contract.publication import Publication
-from smoothscale.operator.control.names import RESTARTED_AT_ANNOTATION
+from smoothscale.control.names import RESTARTED_AT_ANNOTATION
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.app_process import AppProcess
 from smoothscale.sandbox.background import running

@@ -14,8 +14,8 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from smoothscale.operator.resource import MetricNames
 from smoothscale.operator.scrape import InvalidMetricsError, PodMetrics, ScrapeFailure, Scraper, parse_metrics
+from smoothscale.resource import MetricNames
 
 NAMES = MetricNames()
 METRIC_NAMES = st.sampled_from(

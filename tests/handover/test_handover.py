@@ -10,7 +10,7 @@ import pytest
 from smoothscale.contract.configmap import decode_publication, encode_publication
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.contract.publication import ClientAssignment as A
-from smoothscale.operator.control.handover import is_settled, next_publication
+from smoothscale.control.handover import is_settled, next_publication
 
 
 def publish(

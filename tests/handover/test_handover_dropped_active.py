@@ -9,7 +9,7 @@ read the one that stopped it.
 from __future__ import annotations
 
 from smoothscale.contract.publication import EMPTY, ClientAssignment
-from smoothscale.operator.control.handover import is_settled, next_publication
+from smoothscale.control.handover import is_settled, next_publication
 
 ALIVE = frozenset({"p-0", "p-1"})
 

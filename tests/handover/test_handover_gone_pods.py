@@ -8,7 +8,7 @@ pod name may be reused) saw pods that no longer exist.
 from __future__ import annotations
 
 from smoothscale.contract.publication import EMPTY, ClientAssignment
-from smoothscale.operator.control.handover import next_publication
+from smoothscale.control.handover import next_publication
 
 
 def test_an_empty_entry_of_a_gone_pod_is_dropped() -> None:

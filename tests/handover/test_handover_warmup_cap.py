@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from smoothscale.contract.publication import EMPTY
 from smoothscale.contract.publication import ClientAssignment as A
-from smoothscale.operator.control.handover import next_publication
+from smoothscale.control.handover import next_publication
 
 ALIVE = {"p0", "p1", "p2"}
 

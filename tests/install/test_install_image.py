@@ -86,9 +86,9 @@ def test_the_image_runs_as_the_charts_non_root_user() -> None:
 
 
 def test_every_package_folder_reaches_the_build() -> None:
-    """pyproject.toml maps folders onto the smoothscale namespace: each must be copied and not ignored."""
+    """pyproject.toml finds the package under its source folders: each must be copied and not ignored."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    folders = set(project["tool"]["setuptools"]["package-dir"].values())
+    folders = set(project["tool"]["setuptools"]["packages"]["find"]["where"])
     copied = {args.split()[0] for name, args in _stages()[0] if name == "COPY"}
     assert folders <= copied
     allowed = {
@@ -102,12 +102,12 @@ def test_test_infrastructure_stays_out_of_the_image() -> None:
     loses them, the `operator` extra does not pull their dependency (kmock), and the operator's command runs
     without them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "smoothscale.sandbox.emulator" in project["tool"]["setuptools"]["packages"]
+    assert (ROOT / "src" / "smoothscale" / "sandbox" / "emulator" / "__init__.py").is_file()
     assert not any(dep.startswith("kmock") for dep in project["project"]["optional-dependencies"]["operator"])
     build_runs = " ".join(args for name, args in _stages()[0] if name == "RUN")
     assert "rm -r /opt/smoothscale/lib/python3.11/site-packages/smoothscale/sandbox/emulator" in build_runs
     # The kubelet stand-in's test-only runtime (pods faked in memory) lives in the folder the image drops.
-    assert (ROOT / "sandbox" / "emulator" / "memoryruntime.py").is_file()
+    assert (ROOT / "src" / "smoothscale" / "sandbox" / "emulator" / "memoryruntime.py").is_file()
     code = (
         "import sys, smoothscale.cli.main, smoothscale.operator.entry, smoothscale.operator.main; "
         "print(sorted(m for m in sys.modules if m.startswith(('smoothscale.sandbox.emulator', 'kmock'))))"

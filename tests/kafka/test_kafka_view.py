@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from smoothscale.contract.publication import EMPTY
-from smoothscale.operator.control.snapshot import build_snapshot, changelog_sizes
+from smoothscale.control.snapshot import build_snapshot, changelog_sizes
 from smoothscale.operator.kafka.observer import availability_events
 from smoothscale.operator.kafka.reader import KafkaReadError
 from smoothscale.operator.kafka.settings import KafkaSettingsError, client_config
@@ -20,7 +20,7 @@ from smoothscale.operator.kafka.view import (
     facts,
     topic_racks,
 )
-from smoothscale.operator.resource import KafkaSpec, StreamsAppSpec, load_spec, spec_problems
+from smoothscale.resource import KafkaSpec, StreamsAppSpec, load_spec, spec_problems
 
 NOW = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
 

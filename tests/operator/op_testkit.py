@@ -17,7 +17,7 @@ from typing import Any
 
 from smoothscale.contract.configmap import from_configmap
 from smoothscale.contract.publication import Publication
-from smoothscale.operator.control.pods import PodInfo
+from smoothscale.control.pods import PodInfo
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 NAMESPACE = "default"

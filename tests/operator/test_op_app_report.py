@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_op_reporting import conditions, status_input
 
-from smoothscale.operator.control.appreport import AppReport, observe_app_report, report_problems
-from smoothscale.operator.control.assignorfallbacks import RECENT
-from smoothscale.operator.control.learnedtopology import with_reported_topology
-from smoothscale.operator.control.observed import LearnedSubtopology, PodMetrics, ScrapeResult
-from smoothscale.operator.control.snapshot import task_ids
-from smoothscale.operator.control.status import build_status
-from smoothscale.operator.resource import InvalidSpecError, MetricNames, load_spec
+from smoothscale.control.appreport import AppReport, observe_app_report, report_problems
+from smoothscale.control.assignorfallbacks import RECENT
+from smoothscale.control.learnedtopology import with_reported_topology
+from smoothscale.control.observed import LearnedSubtopology, PodMetrics, ScrapeResult
+from smoothscale.control.snapshot import task_ids
+from smoothscale.control.status import build_status
 from smoothscale.operator.scrape import parse_metrics
+from smoothscale.resource import InvalidSpecError, MetricNames, load_spec
 
 NOW = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from op_testkit import pod_record
 
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.operator.control.autoscale import ScaleDownHold, recommended_replicas, staying_current
+from smoothscale.control.autoscale import ScaleDownHold, recommended_replicas, staying_current
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 PUBLISHED = Publication(

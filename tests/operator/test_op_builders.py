@@ -10,11 +10,11 @@ import pytest
 
 from smoothscale.contract.configmap import CorruptAssignment, from_configmap
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
+from smoothscale.control import names
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.control import names
 from smoothscale.operator.podset import build_pod, build_state_claim, template_revision
 from smoothscale.operator.publish import build_assignment_configmap
-from smoothscale.operator.resource import StreamsAppSpec, load_spec
+from smoothscale.resource import StreamsAppSpec, load_spec
 
 APP = AppRef("streams", "orders", "uid-1")
 

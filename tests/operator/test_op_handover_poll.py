@@ -6,8 +6,8 @@ import asyncio
 from datetime import UTC, datetime
 
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
+from smoothscale.control.handover import awaited_owners, handover_poll_delay
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.control.handover import awaited_owners, handover_poll_delay
 from smoothscale.operator.reconcile import Observation
 from smoothscale.operator.runtime import AppRuntime
 

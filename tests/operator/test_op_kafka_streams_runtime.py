@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.operator.control.handover import next_generation
-from smoothscale.operator.resource import InvalidSpecError, Runtime, load_spec
+from smoothscale.control.handover import next_generation
+from smoothscale.resource import InvalidSpecError, Runtime, load_spec
 
 PUBLISHED = Publication(
     generation=4,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from smoothscale.operator.control import names
-from smoothscale.operator.control.pods import leaving_since, parse_time, pod_info
-from smoothscale.operator.control.zones import node_zone, pod_zone
+from smoothscale.control import names
+from smoothscale.control.pods import leaving_since, parse_time, pod_info
+from smoothscale.control.zones import node_zone, pod_zone
 from smoothscale.operator.kube import KubeClient, KubeError, core_path
 from smoothscale.operator.login import connection_from_kubeconfig
 from smoothscale.sandbox.emulator import RunningEmulator

@@ -11,10 +11,9 @@ from op_testkit import Kubectl, actives, streamsapp, wait_for
 
 from smoothscale.assignor.models import CatchUpTrigger, ClientTarget, Plan, PlanStats
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.operator.control.probing import caught_up_moves
-from smoothscale.operator.control.rates import ProcessRates, owner_rates
-from smoothscale.operator.control.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
-from smoothscale.operator.resource import MetricNames, StreamsAppSpec, load_spec
+from smoothscale.control.probing import caught_up_moves
+from smoothscale.control.rates import ProcessRates, owner_rates
+from smoothscale.control.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
 from smoothscale.operator.scrape import (
     FailureReason,
     InvalidMetricsError,
@@ -22,6 +21,7 @@ from smoothscale.operator.scrape import (
     ScrapeFailure,
     parse_metrics,
 )
+from smoothscale.resource import MetricNames, StreamsAppSpec, load_spec
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from smoothscale.assignor.planner import plan
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication, Revocation
-from smoothscale.operator.control.handover import barrier_after_loss, barrier_pending, desired_reachable
-from smoothscale.operator.control.planning import PlanningDecision, PlanningInput, decide_planning
-from smoothscale.operator.control.probing import (
+from smoothscale.control.handover import barrier_after_loss, barrier_pending, desired_reachable
+from smoothscale.control.planning import PlanningDecision, PlanningInput, decide_planning
+from smoothscale.control.probing import (
     PlanMemory,
     PlanTrigger,
     caught_up_moves,
@@ -20,13 +20,13 @@ from smoothscale.operator.control.probing import (
     new_pods_wait,
     plan_trigger,
 )
-from smoothscale.operator.control.snapshot import (
+from smoothscale.control.snapshot import (
     ClientObservation,
     build_snapshot,
     merge_end_offsets,
     task_ids,
 )
-from smoothscale.operator.resource import load_spec
+from smoothscale.resource import load_spec
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 SPEC = load_spec(

@@ -10,12 +10,12 @@ from typing import Any
 
 from test_op_round_decisions import APP, NOW, seen
 
+from smoothscale.control import names
+from smoothscale.control import round as core_round
+from smoothscale.control.scaling import PodSetPlan
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.control import names
-from smoothscale.operator.control import round as core_round
-from smoothscale.operator.control.scaling import PodSetPlan
 from smoothscale.operator.reconcile import AppReconciler
 
 RECHECK = 30.0

@@ -13,9 +13,9 @@ from test_op_round_decisions import APP, NOW, PUBLISHED, pod, seen
 from smoothscale.assignor.models import Followup, Plan, Snapshot
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import Publication
-from smoothscale.operator.control import round as core_round
-from smoothscale.operator.control.observed import PodMetrics, ScrapeResult
-from smoothscale.operator.control.pods import PodInfo
+from smoothscale.control import round as core_round
+from smoothscale.control.observed import PodMetrics, ScrapeResult
+from smoothscale.control.pods import PodInfo
 
 CONFIG = core_round.RoundConfig(startup_grace=30.0)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from op_testkit import Kubectl, actives, balanced, streamsapp, wait_for
 
-from smoothscale.operator.control.pods import parse_time
+from smoothscale.control.pods import parse_time
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 

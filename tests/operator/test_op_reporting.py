@@ -13,16 +13,15 @@ from op_testkit import pod_record
 
 from smoothscale.assignor.models import PlanStats, RackUnknown
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication, Revocation
-from smoothscale.operator.appref import AppRef
-from smoothscale.operator.control.events import (
+from smoothscale.control.events import (
     EventType,
     publication_event,
     rack_events,
     scrape_events,
     spec_events,
 )
-from smoothscale.operator.control.observed import FailureReason, PodMetrics, ScrapeFailure
-from smoothscale.operator.control.status import (
+from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure
+from smoothscale.control.status import (
     Leaving,
     PlanOutcome,
     Problem,
@@ -32,6 +31,7 @@ from smoothscale.operator.control.status import (
     degraded,
     leaving_pods,
 )
+from smoothscale.operator.appref import AppRef
 from smoothscale.operator.journal import Journal
 from smoothscale.operator.metrics import OperatorMetrics, serve_metrics
 from smoothscale.operator.reporting import LAG_REFRESH_SECONDS, AppReporter

@@ -31,18 +31,18 @@ from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.cli.ops_explain import observation, replan
 from smoothscale.contract.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
 from smoothscale.contract.publication import EMPTY, Publication
+from smoothscale.control import names
+from smoothscale.control import round as core_round
+from smoothscale.control.observed import PodMetrics, ScrapeResult
+from smoothscale.control.pods import format_time
+from smoothscale.control.scaling import PodSetPlan
+from smoothscale.control.snapshot import build_tasks
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.control import names
-from smoothscale.operator.control import round as core_round
-from smoothscale.operator.control.observed import PodMetrics, ScrapeResult
-from smoothscale.operator.control.pods import format_time
-from smoothscale.operator.control.scaling import PodSetPlan
-from smoothscale.operator.control.snapshot import build_tasks
 from smoothscale.operator.podset import template_revision
 from smoothscale.operator.reconcile import AppReconciler, Observation
-from smoothscale.operator.resource import load_spec, planner_config
+from smoothscale.resource import load_spec, planner_config
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport, WakeResult
 from smoothscale.simulation.strategies import make_strategy

@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
-from smoothscale.operator.control import round as core_round
-from smoothscale.operator.control.handover import HandOverWait
-from smoothscale.operator.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
-from smoothscale.operator.control.pods import PodInfo
-from smoothscale.operator.control.probing import PlanMemory
+from smoothscale.control import round as core_round
+from smoothscale.control.handover import HandOverWait
+from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
+from smoothscale.control.pods import PodInfo
+from smoothscale.control.probing import PlanMemory
 from smoothscale.operator.podset import template_revision
-from smoothscale.operator.resource import load_spec
+from smoothscale.resource import load_spec
 
 APP = "orders"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -7,15 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 from op_testkit import pod_record
 
-from smoothscale.operator.control.pods import PodInfo, format_time
-from smoothscale.operator.control.scaling import (
+from smoothscale.control.pods import PodInfo, format_time
+from smoothscale.control.scaling import (
     PodSetInput,
     PodSetPlan,
     RetireReason,
     as_planned,
     plan_pod_set,
 )
-from smoothscale.operator.resource import UpdateStrategy
+from smoothscale.resource import UpdateStrategy
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 EARLIER = format_time(NOW - timedelta(seconds=30))

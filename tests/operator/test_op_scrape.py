@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from op_testkit import pod_record
 from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.operator.resource import MetricNames, MetricsSpec
 from smoothscale.operator.scrape import (
     FailureReason,
     InvalidMetricsError,
@@ -24,6 +23,7 @@ from smoothscale.operator.scrape import (
     metrics_url,
     parse_metrics,
 )
+from smoothscale.resource import MetricNames, MetricsSpec
 
 NAMES = MetricNames()
 EXPOSITION = """\

@@ -7,7 +7,7 @@ from typing import Any
 
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.podset import build_pod
-from smoothscale.operator.resource import load_spec
+from smoothscale.resource import load_spec
 
 APP = AppRef("streams", "orders", "uid-1")
 

@@ -12,8 +12,8 @@ from typing import Any
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.contract import streams_protocol as names
 from smoothscale.contract.publication import EMPTY
-from smoothscale.operator.control import round as core_round
-from smoothscale.operator.resource import load_spec
+from smoothscale.control import round as core_round
+from smoothscale.resource import load_spec
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 WITH_PLUGIN = f"sticky,{names.ASSIGNOR_CLASS}"

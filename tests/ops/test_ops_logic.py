@@ -12,9 +12,9 @@ from smoothscale.cli.ops_scale import parse_to
 from smoothscale.cli.ops_status import pod_rows, render, summary
 from smoothscale.cli.ops_swap import swap_patch
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
-from smoothscale.operator.control.observed import PodMetrics
-from smoothscale.operator.control.pods import PodInfo
-from smoothscale.operator.resource import load_spec
+from smoothscale.control.observed import PodMetrics
+from smoothscale.control.pods import PodInfo
+from smoothscale.resource import load_spec
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 

@@ -19,6 +19,7 @@ from pipe_testkit import QUICK_JIT, Incidents
 from smoothscale.cli.main import cli
 
 REPO = Path(__file__).resolve().parents[2]
+PIPELINE_MAIN = REPO / "src" / "smoothscale" / "pipeline" / "__main__.py"
 SCENARIO = REPO / "examples" / "scenarios" / "kip441-scale-out.yaml"
 TABLES = {
     "rebalances",
@@ -105,7 +106,7 @@ def test_the_job_runs_as_a_program_like_under_spark_submit(
     """`spark-submit pipeline/__main__.py` when the pyspark install ships it, else `python -m`."""
     submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent))
     quick = ["--driver-java-options", QUICK_JIT]
-    entry = [submit, "--master", "local[1]", *quick, str(REPO / "pipeline" / "__main__.py")] if submit else [
+    entry = [submit, "--master", "local[1]", *quick, str(PIPELINE_MAIN)] if submit else [
         sys.executable, "-m", "smoothscale.pipeline",
     ]  # fmt: skip
     env = {

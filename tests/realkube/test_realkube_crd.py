@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from realkube_kit import CRD, FIELD_MANAGER, GROUP, PLURAL, Cluster, Json
 
-from smoothscale.operator.resource.validation import spec_problems
+from smoothscale.resource.validation import spec_problems
 
 
 def minimal_app(name: str = "orders") -> Json:

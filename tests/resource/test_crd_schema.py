@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from smoothscale.operator.resource import (
+from smoothscale.resource import (
     AssignmentStatus,
     Condition,
     ConditionStatus,

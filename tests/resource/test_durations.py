@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smoothscale.operator.resource.durations import DURATION_PATTERN, DurationError, parse_duration
+from smoothscale.resource.durations import DURATION_PATTERN, DurationError, parse_duration
 
 
 @pytest.mark.parametrize(

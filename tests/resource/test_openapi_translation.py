@@ -7,7 +7,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from smoothscale.operator.resource.openapi import UnsupportedSchemaError, structural_schema
+from smoothscale.resource.openapi import UnsupportedSchemaError, structural_schema
 
 
 class Inner(BaseModel):

@@ -13,7 +13,7 @@ from smoothscale.assignor.models import (
     RackAwareConfig,
     RackStrategy,
 )
-from smoothscale.operator.resource import assignment_spec, input_partition_racks, load_spec, planner_config
+from smoothscale.resource import assignment_spec, input_partition_racks, load_spec, planner_config
 
 Json = dict[str, Any]
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from smoothscale.assignor.models import RackStrategy
-from smoothscale.operator.resource import (
+from smoothscale.resource import (
     ScalingSpec,
     StreamsApp,
     StreamsAppSpec,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from smoothscale.operator.resource import InvalidSpecError, load_spec, semantic_problems, spec_problems
+from smoothscale.resource import InvalidSpecError, load_spec, semantic_problems, spec_problems
 
 Json = dict[str, Any]
 

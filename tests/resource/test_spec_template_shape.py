@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from smoothscale.operator.resource import spec_problems
+from smoothscale.resource import spec_problems
 
 CONTAINER = {"name": "app", "image": "example/app:1"}
 POD = "spec.template.spec"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from smoothscale.operator.resource import (
+from smoothscale.resource import (
     AssignmentStatus,
     AutoscalingStatus,
     Condition,

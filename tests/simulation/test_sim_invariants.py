@@ -12,7 +12,7 @@ import pytest
 from sim_testkit import SCENARIO_FILES, library_scenario, small_scenario
 
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.operator.control import handover
+from smoothscale.control import handover
 from smoothscale.simulation import STRATEGY_NAMES, InvariantViolation, simulate
 
 

@@ -1,0 +1,135 @@
+"""Pure builders of the objects the operator creates for an app: its pods and their state claims.
+
+Pods are created one by one (no StatefulSet: any pod must be removable, as host swaps and drains need), named
+`<app>-<ordinal>`, from the app's template plus what Contract 3 asks for: labels, the revision hash, the
+state volume (the ordinal's claim, so that a pod recreated with that ordinal finds its state again), the
+assignment ConfigMap as a volume, the environment the client library reads, and a restrictive security
+context. What the template already defines wins, except the reserved labels.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+from smoothscale.control import names
+from smoothscale.resource import StreamsAppSpec
+
+from .appref import AppRef
+
+POD_SECURITY_CONTEXT: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""What a pod gets unless its template says otherwise: a stream processor needs no root and no unusual
+syscalls, so a compromised one should not get them either (the Kubernetes "restricted" profile)."""
+CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+def template_revision(spec: StreamsAppSpec) -> str:
+    """A short, stable hash of the pod template: pods built from another template have another revision."""
+    canonical = json.dumps(_template(spec), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
+
+
+def _template(spec: StreamsAppSpec) -> dict[str, Any]:
+    return spec.template.model_dump(mode="json")
+
+
+def pod_labels(app: AppRef, revision: str) -> dict[str, str]:
+    return {**names.app_labels(app.name), names.REVISION_LABEL: revision}
+
+
+def build_pod(app: AppRef, spec: StreamsAppSpec, ordinal: int, revision: str) -> dict[str, Any]:
+    """The pod `<app>-<ordinal>` of template `revision` (which must be `template_revision(spec)`)."""
+    template = _template(spec)
+    metadata = template.get("metadata") or {}
+    pod_spec: dict[str, Any] = copy.deepcopy(template["spec"])
+    name = names.pod_name(app.name, ordinal)
+    volumes = list(pod_spec.get("volumes") or [])
+    defined = {volume.get("name") for volume in volumes}
+    for volume in (_state_volume(app, spec, ordinal), _assignment_volume(app)):
+        if volume["name"] not in defined:
+            volumes.append(volume)
+    pod_spec["volumes"] = volumes
+    pod_spec.setdefault("hostname", name)
+    pod_spec["securityContext"] = _restricted(POD_SECURITY_CONTEXT, pod_spec.get("securityContext"))
+    for key in ("containers", "initContainers"):
+        for container in pod_spec.get(key) or []:
+            _add_env(container, app)
+            container["securityContext"] = _restricted(
+                CONTAINER_SECURITY_CONTEXT, container.get("securityContext")
+            )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": app.namespace,
+            "labels": {**(metadata.get("labels") or {}), **pod_labels(app, revision)},
+            "annotations": dict(metadata.get("annotations") or {}),
+            "ownerReferences": [app.owner_reference()],
+        },
+        "spec": pod_spec,
+    }
+
+
+def build_state_claim(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[str, Any] | None:
+    """The ordinal's PersistentVolumeClaim, or None when the app keeps state in an emptyDir."""
+    storage = spec.storage
+    if storage is None:
+        return None
+    claim_spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": storage.size}},
+    }
+    if storage.storage_class_name is not None:
+        claim_spec["storageClassName"] = storage.storage_class_name
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": names.state_claim(app.name, ordinal),
+            "namespace": app.namespace,
+            "labels": names.app_labels(app.name),
+            "ownerReferences": [app.owner_reference()],
+        },
+        "spec": claim_spec,
+    }
+
+
+def _state_volume(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[str, Any]:
+    if spec.storage is None:
+        return {"name": names.STATE_VOLUME, "emptyDir": {}}
+    claim = {"claimName": names.state_claim(app.name, ordinal)}
+    return {"name": names.STATE_VOLUME, "persistentVolumeClaim": claim}
+
+
+def _assignment_volume(app: AppRef) -> dict[str, Any]:
+    # Optional: the pod starts before the first generation is published, and reads it when it appears.
+    configmap = {"name": names.assignment_configmap(app.name), "optional": True}
+    return {"name": names.ASSIGNMENT_VOLUME, "configMap": configmap}
+
+
+def _restricted(defaults: dict[str, Any], template: dict[str, Any] | None) -> dict[str, Any]:
+    """`defaults` under the template's own security context: every field the template sets wins whole (a
+    template that adds capabilities or runs as root does so on purpose, and asked for exactly that)."""
+    return {**copy.deepcopy(defaults), **(template or {})}
+
+
+def _add_env(container: dict[str, Any], app: AppRef) -> None:
+    env = list(container.get("env") or [])
+    defined = {variable.get("name") for variable in env}
+    ours: list[dict[str, Any]] = [
+        {"name": names.POD_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": names.NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": names.APP_ENV, "value": app.name},
+        {"name": names.ASSIGNMENT_CONFIGMAP_ENV, "value": names.assignment_configmap(app.name)},
+    ]
+    env.extend(variable for variable in ours if variable["name"] not in defined)
+    container["env"] = env

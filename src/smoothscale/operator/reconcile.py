@@ -1,0 +1,377 @@
+"""One reconciliation of one app: observe, step, act, report.
+
+1. observe: the spec, the app's pods (listed from the API server, never from a watch cache: a pod missing
+   from a cache is not a pod that is gone; the last list is reused while no watch event about the app's pods
+   has arrived since it was sent and the operator has changed none of them, for at most `pods_recheck`), the
+   nodes' zones, every running pod's metrics, Kafka's facts, and the publication in force (re-read after a
+   restart, a conflicting write, and every `assignment_recheck`);
+2. step: `control.round.step` decides everything (pod set, planning, the next generation, status, Events,
+   journal records) from that observation and the app's one memory value, and returns the next memory; the
+   planner runs in a thread, so the event loop goes on serving the other apps;
+3. act: the pod-set steps (`podactions`), then the next generation, written conditionally on the
+   ConfigMap's resourceVersion;
+4. report (`reporting`): Events, journal, metrics, status.
+
+Between rounds, while a hand-over waits for old owners to acknowledge a revocation, `poll_handover` scrapes
+only those pods and publishes the next generation as soon as they have (`control.round.poll`, on the
+hand-over's `control.handover.HandOverWait`): a moved task starts on its new pod a poll interval after its
+old pod stopped it, not at the next round.
+
+What the reconciler keeps between rounds: the app's one memory value (`control.round.RoundMemory`, every
+decision's state, replaced by each step, poll and publication), and what the API server holds, as last read
+(`ConfigMapRead`: the publication in force with its resourceVersion, or why it is unreadable; a cache of I/O
+that decides nothing: the step is given what it holds), the parse of the spec as last read (`_SpecRead`,
+a cache of `load_spec`), and the pods as last listed (`_PodsRead`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from smoothscale.assignor.models import Plan, Snapshot
+from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.contract.configmap import CorruptAssignment
+from smoothscale.contract.publication import EMPTY, Publication
+from smoothscale.control import names
+from smoothscale.control import round as core_round
+from smoothscale.control.observed import PodMetrics, ScrapeResult
+from smoothscale.control.pods import PodInfo, pod_info
+from smoothscale.control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
+from smoothscale.control.round import Observation as Observed
+from smoothscale.control.status import Problem
+from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
+
+from .appref import AppRef
+from .context import OperatorContext
+from .kafka import streamsgroup
+from .kafka.observer import KafkaObserver
+from .kube import KubeError, core_path
+from .podactions import PodSetActions
+from .podset import template_revision
+from .publish import Published, load_published, publish
+from .reporting import AppReporter
+from .scrape import metrics_url
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What kopf knows about an app right now: its object, and the nodes' zones (from kopf's index)."""
+
+    body: Mapping[str, Any]
+    zones: Mapping[str, str]
+
+
+class _PlanWanted(Exception):
+    """The step wants a plan of `snapshot` (raised by `_defer`, the planner of a step run on the loop)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__("a plan is wanted")
+        self.snapshot = snapshot
+
+
+def _defer(snapshot: Snapshot) -> Plan:
+    raise _PlanWanted(snapshot)
+
+
+@dataclass(frozen=True)
+class ConfigMapRead:
+    """The assignment ConfigMap as last read or written: the publication in force (with the resourceVersion
+    a write is conditional on), or why it could not be read (every write waits until it is fixed), and when
+    it was read (it is read again every `assignment_recheck`, after a restart and after a conflict)."""
+
+    at: datetime
+    published: Published | None = None
+    unreadable: str | None = None
+
+
+@dataclass(frozen=True)
+class _SpecRead:
+    """The object's spec as last read, and what it parsed to."""
+
+    raw: Mapping[str, Any]
+    spec: StreamsAppSpec | None
+    problems: tuple[str, ...] | None
+    revision: str
+
+
+@dataclass(frozen=True)
+class _PodsRead:
+    """The app's pods as last listed, how many watch events about them had arrived when the list was sent,
+    and when."""
+
+    pods: tuple[PodInfo, ...]
+    events: int
+    at: datetime
+
+
+class AppReconciler:
+    def __init__(self, app: AppRef, context: OperatorContext) -> None:
+        self.app = app
+        self.ctx = context
+        self.report = AppReporter(app, context, lambda: self.publication.generation)
+        self.actions = PodSetActions(app, context.api, self.report)
+        self.kafka = KafkaObserver(app, context.api, context.clock)
+        self.config = RoundConfig(startup_grace=context.config.startup_grace)
+        self.recheck = timedelta(seconds=context.config.assignment_recheck)
+        self.memory = initial_memory(context.clock())
+        self.pods_recheck = timedelta(seconds=context.config.pods_recheck)
+        self.configmap: ConfigMapRead | None = None
+        self._spec_read: _SpecRead | None = None
+        self._pod_events = 0
+        self._pods_read: _PodsRead | None = None
+        self._urls: tuple[tuple[PodInfo, ...], MetricsSpec, Mapping[str, str]] | None = None
+
+    @property
+    def published(self) -> Published | None:
+        return self.configmap.published if self.configmap is not None else None
+
+    @property
+    def publication(self) -> Publication:
+        """The generation in force (an empty generation 0 until the ConfigMap has been read)."""
+        published = self.published
+        return published.publication if published is not None else EMPTY
+
+    # -- the round -------------------------------------------------------------------------------------
+
+    async def reconcile(self, seen: Observation) -> None:
+        observed = await self._observe(seen)
+        decisions, self.memory, duration = await self._step(observed)
+        self._report_decisions(observed, decisions, duration)
+        await self._act(observed, decisions)
+        self.report.gauges(self.publication, decisions.pods)
+        if decisions.status is not None:
+            await self.report.write_status(decisions.status, observed.now)
+
+    async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, float]:
+        """The core's step, on the event loop; when it wants a plan, the planner runs in a thread (planning
+        is CPU work: the loop goes on serving the other apps) and the step runs again with that plan. The
+        step is pure, so running it twice on the same inputs decides the same."""
+        try:
+            decisions, memory = core_round.step(self.memory, observed, self.config, _defer)
+            return decisions, memory, 0.0
+        except _PlanWanted as wanted:
+            started = time.perf_counter()
+            plan = await asyncio.to_thread(make_plan, wanted.snapshot)
+            duration = time.perf_counter() - started
+        decisions, memory = core_round.step(self.memory, observed, self.config, lambda _: plan)
+        return decisions, memory, duration
+
+    def pods_changed(self) -> None:
+        """A watch event about one of the app's pods (kopf's `pod_changed`): the next round lists them."""
+        self._pod_events += 1
+
+    def failed(self) -> None:
+        self._pods_read = None  # a round cut short may have changed pods: list them again
+        self.report.failed()
+
+    def next_probe(self) -> datetime | None:
+        plan = self.memory.plan
+        return plan.next_probe if plan is not None else None
+
+    def forget(self) -> None:
+        self.kafka.close()
+        self.report.forget()
+
+    # -- observe ---------------------------------------------------------------------------------------
+
+    async def _observe(self, seen: Observation) -> Observed:
+        now = self.ctx.clock()
+        spec, problems, revision = self._read_spec(seen.body.get("spec") or {})
+        pods = await self._pods(now)
+        read = self.configmap
+        if read is None or read.published is None or now - read.at >= self.recheck:
+            read = self.configmap = await self._load(now)
+        working = core_round.working_spec(self.memory, spec)
+        topology = core_round.kafka_topology(self.memory, spec, self.app.name)
+        self.report.post(self.kafka.poll(topology, self.publication))
+        facts = self.kafka.facts
+        urls: Mapping[str, str] = {}
+        results: Mapping[str, ScrapeResult] = {}
+        if working is not None and _on_streams_protocol(working):
+            # the group coordinator knows what the pods would report: read from Kafka, no pod is scraped
+            group = facts.streams_group
+            if group is not None and group.view is not None:
+                results = streamsgroup.pod_results(
+                    group.view, self.publication, facts.partitions, facts.changelog_offsets
+                )
+        elif working is not None:
+            urls = self._metrics_urls(pods, working.metrics)
+            results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)
+        status = seen.body.get("status") or {}
+        failed = self.kafka.problem
+        return Observed(
+            now=now,
+            app=self.app.name,
+            spec=spec,
+            problems=problems,
+            spec_generation=int((seen.body.get("metadata") or {}).get("generation") or 0),
+            status_generation=int((status.get("assignment") or {}).get("generation") or 0),
+            previous_status=self.report.previous_status(seen.body),
+            pods=pods,
+            zones=seen.zones,
+            results=results,
+            published=read.published.publication if read.published is not None else None,
+            unreadable=read.unreadable,
+            revision=revision,
+            kafka=KafkaView(
+                racks=facts.racks,
+                changelog_offsets=facts.changelog_offsets,
+                first_read_pending=self.kafka.first_read_pending,
+                problem=Problem(failed.reason, failed.message) if failed is not None else None,
+                read_once=self.kafka.read_once,
+                status=facts.status,
+                streams_assignors=facts.streams_assignors,
+            ),
+            urls=urls,
+        )
+
+    def _read_spec(self, raw: Mapping[str, Any]) -> tuple[StreamsAppSpec | None, tuple[str, ...] | None, str]:
+        """The spec (None when invalid), its problems, its template's revision; parsed again only when the
+        object's spec changed (every round validating an unchanged spec was a tenth of a steady round)."""
+        cached = self._spec_read
+        if cached is not None and cached.raw == raw:
+            return cached.spec, cached.problems, cached.revision
+        try:
+            spec: StreamsAppSpec | None = load_spec(raw)
+            problems: tuple[str, ...] | None = None
+        except InvalidSpecError as error:
+            spec, problems = None, tuple(error.problems)
+        revision = template_revision(spec) if spec is not None else ""
+        self._spec_read = _SpecRead(copy.deepcopy(raw), spec, problems, revision)
+        return spec, problems, revision
+
+    async def _pods(self, now: datetime) -> tuple[PodInfo, ...]:
+        """The app's pods: the last list while it is still current, else a new one.
+
+        The hand-over lets a task start elsewhere without waiting when its old owner is gone, so "gone" must
+        be a fact: the pods always come from a list of the API server, never from a watch cache (kopf's index
+        can miss pods, e.g. the ones created while this replica was paused by peering, and a pod missing from
+        it is not a pod that has stopped). A list stays current while no watch event about the app's pods has
+        arrived since it was sent (kopf's `pod_changed` counts them: a pod created, changed or deleted by
+        anyone sends one) and the operator has changed none of them (`_act` forgets it first), for at most
+        `pods_recheck` (a watch that broke unnoticed delays what it missed by that much, no more). A steady
+        app's rounds then list nothing: listing every round was a fifth of a steady operator's CPU.
+        """
+        read = self._pods_read
+        if read is not None and read.events == self._pod_events and now - read.at < self.pods_recheck:
+            return read.pods  # the very same value: the step's comparison with the last round is by identity
+        events = self._pod_events  # an event arriving while the list is under way: listed again next round
+        pods = tuple(await self._list_pods())
+        self._pods_read = _PodsRead(pods, events, now)
+        return pods
+
+    async def _list_pods(self) -> list[PodInfo]:
+        """The app's pods, as the API server lists them now."""
+        selector = f"{names.APP_LABEL}={self.app.name},{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
+        listed = await self.ctx.api.get(core_path(self.app.namespace, "pods"), {"labelSelector": selector})
+        pods = (pod_info(item) for item in listed.get("items") or [])
+        return [p for p in pods if p.ordinal is not None]
+
+    async def _load(self, now: datetime) -> ConfigMapRead:
+        """Read the publication in force: after a restart, a conflicting write, and every `recheck` (a
+        ConfigMap someone deleted is noticed, and rebuilt behind a barrier). An unreadable one blocks every
+        write until it is fixed."""
+        try:
+            return ConfigMapRead(now, await load_published(self.ctx.api, self.app))
+        except CorruptAssignment as error:
+            return ConfigMapRead(now, unreadable=str(error))
+
+    def _metrics_urls(self, pods: tuple[PodInfo, ...], metrics: MetricsSpec) -> Mapping[str, str]:
+        """Every running pod with an address (a pod without one has not started: nothing to ask); the very
+        same value while the pods and the metrics settings are (the step compares it by identity)."""
+        last = self._urls
+        if last is not None and last[0] is pods and last[1] is metrics:
+            return last[2]
+        urls = {
+            p.name: url
+            for p in pods
+            if p.alive and not p.deleting and (url := metrics_url(p, metrics)) is not None
+        }
+        self._urls = (pods, metrics, urls)
+        return urls
+
+    # -- act and report --------------------------------------------------------------------------------
+
+    def _report_decisions(self, observed: Observed, decisions: Decisions, duration: float) -> None:
+        """Events and journal records, before acting: they say what the round decided, whatever happens."""
+        self.report.post(decisions.events)
+        for kind, fields in decisions.journal:
+            self.report.journal(kind, **fields)
+        for pod in decisions.lost:
+            self.report.scaling("lost", pod, "PodLost")
+        published = observed.published or EMPTY
+        self.report.scrape(published, observed.results, decisions.failures, decisions.scraped_lag)
+        planned = decisions.planned
+        if planned is not None:
+            self.report.plan(planned.trigger, planned.plan, duration, planned.clients, planned.tasks)
+
+    async def _act(self, observed: Observed, decisions: Decisions) -> None:
+        spec = observed.spec
+        if spec is not None and decisions.pod_set is not None and not decisions.pod_set.empty:
+            self._pods_read = None  # the next round lists the pods these actions change
+            await self.actions.apply(decisions.pod_set, spec, observed.revision, observed.now)
+        if decisions.publish is not None:
+            await self._publish(decisions.publish)
+
+    # -- hand-over between rounds ----------------------------------------------------------------------
+
+    def handover_poll_delay(self) -> float | None:
+        """Seconds until `poll_handover` should run, or None while no hand-over waits on a pod it can ask."""
+        config = self.ctx.config
+        waits = self.memory.waits
+        return waits.poll_delay(
+            self.publication, self.ctx.clock(), config.handover_poll, config.scrape_interval
+        )
+
+    async def poll_handover(self) -> None:
+        """Between rounds: scrape the pods a pending hand-over waits on (and only those); the core decides
+        who has acknowledged and what to publish (`control.round.poll`)."""
+        waits = self.memory.waits
+        awaited = waits.awaited(self.publication)
+        spec = self.memory.last_good
+        if not awaited or spec is None or self.published is None:
+            return
+        results = await self.ctx.scraper.scrape_all(
+            {pod: waits.urls[pod] for pod in awaited}, spec.metrics.names
+        )
+        self.ctx.metrics.handover_polls.labels(self.app.namespace, self.app.name).inc(len(results))
+        generations = {pod: r.generation if isinstance(r, PodMetrics) else None for pod, r in results.items()}
+        polled = core_round.poll(self.memory, self.publication, generations)
+        self.memory = polled.memory
+        if polled.acknowledged:
+            self.report.journal(
+                "handover-poll", pods=sorted(polled.acknowledged), polls=polled.memory.waits.polls
+            )
+        if polled.publish is not None:
+            await self._publish(polled.publish)
+
+    async def _publish(self, candidate: Publication) -> None:
+        read = self.configmap
+        if read is None or read.published is None:
+            return
+        spec = self.memory.last_good
+        if spec is not None and spec.kafka is not None and _on_streams_protocol(spec):
+            # the brokers' plugin follows the plan topic; the ConfigMap stays the operator's record of the
+            # publication in force (a restarted operator reads it back), written once the brokers have it
+            await self.kafka.hand_over(spec.kafka, candidate)
+        try:
+            self.configmap = replace(
+                read, published=await publish(self.ctx.api, self.app, read.published, candidate)
+            )
+        except KubeError as error:
+            if error.conflict or error.not_found:
+                self.configmap = None  # someone else wrote or deleted it: read it again next round
+            raise
+        self.memory = core_round.after_publishing(self.memory, self.ctx.clock())
+        self.report.publication(read.published.publication, candidate, self.memory.desired or {})
+
+
+def _on_streams_protocol(spec: StreamsAppSpec) -> bool:
+    """The app runs `group.protocol=streams`: Kafka's group coordinator assigns its tasks (KIP-1071)."""
+    return spec.kafka is not None and spec.kafka.group_protocol is GroupProtocol.STREAMS

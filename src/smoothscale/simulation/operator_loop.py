@@ -1,0 +1,329 @@
+"""The operator in the simulation: an adapter that runs the operator's own round on the simulated cluster.
+
+Every round is the real operator's step (`control.round.step`), on an observation built from what the
+simulated cluster shows, as the reconciler builds its own from the API server and the pods' metrics: the
+app's spec (`simulated_spec`: the scenario's topology, planner settings and `scaling`, with the `replicas`
+and template revision the user set), every pod the API lists (a crashed pod, or one in a zone that is down,
+is listed, not ready, and its metrics cannot be scraped), the metrics of the pods that run, the publication
+in force, and Kafka's facts (each task's changelog length, its input partitions' zones). The step decides
+the pod set (scale-down stabilisation included), whether and what to plan (the planner runs inline), the
+next generation and the status; this module only carries out what it returns, as the reconciler does:
+`podset.py` the pod-set steps, the engine the publication. Between rounds `poll` asks the pods a hand-over
+waits on, as the reconciler's polls do (`control.round.poll`).
+
+What the operator remembers is the step's memory (`RoundMemory`). A restart (the drafts' leader crash)
+starts a fresh memory but keeps the publication, which lives in the assignment ConfigMap.
+
+What differs between the strategies the simulator compares is theirs alone (`strategies`): the baselines
+(`eager`, `kip441`) switch off the step's catch-up trigger (`RoundConfig.catch_up_after`), `eager` its probe
+too (`RoundConfig.probing`) and gates what it publishes (`RoundConfig.aim`); `smoothscale` is the operator
+as it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from smoothscale.assignor.models import Plan, PlannerConfig, Snapshot, Task
+from smoothscale.assignor.planner import plan as make_plan
+from smoothscale.contract.publication import EMPTY, Publication
+from smoothscale.control import round as core_round
+from smoothscale.control.handover import is_settled
+from smoothscale.control.names import ordinal_of
+from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
+from smoothscale.control.pods import PodInfo
+from smoothscale.control.probing import PlanMemory, fingerprint, holders
+from smoothscale.control.round import KafkaView, Observation, RoundConfig
+from smoothscale.control.scaling import PodSetPlan
+from smoothscale.control.snapshot import ClientObservation, observed_clients, task_ids
+from smoothscale.resource import (
+    PodTemplate,
+    Runtime,
+    ScalingSpec,
+    StreamsAppSpec,
+    SubtopologySpec,
+    TopologySpec,
+    assignment_spec,
+    planner_config,
+)
+from smoothscale.simulation.strategies import Strategy
+
+DOWN = ScrapeFailure(FailureReason.UNREACHABLE, "the pod is down (crashed, or its zone is)")
+"""What scraping a pod that is listed but does not run yields."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodReport:
+    """One pod as the operator sees it."""
+
+    name: str
+    zone: str
+    leaving_since: float | None  # simulation seconds
+    acked: int  # the generation the pod reports as fully applied (-1: none yet)
+    incarnation: int  # unique, renewed by every crash: the pod object is a new one (its uid)
+    revision: str = "0"  # its template's
+    leaving_reason: str | None = None  # the operator's mark's `LeavingReason`; None for a person's
+    ready: bool = True  # up, and it has read its assignment
+    created: float = 0.0  # simulation seconds
+
+
+@dataclass(frozen=True, slots=True)
+class AppSpec:
+    """What the pod set aims at: the spec's `replicas` and its template's revision."""
+
+    replicas: int
+    revision: str
+
+
+class View(Protocol):
+    """What the operator can observe of the cluster at one instant."""
+
+    def listed_pods(self) -> list[PodReport]:
+        """Every pod the API lists (a crashed pod, or one in a zone that is down, is listed, not ready)."""
+
+    def running_pods(self) -> list[PodReport]:
+        """The pods that run: they report metrics and acknowledge generations."""
+
+    def lags(self, pod: str) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WakeResult:
+    publication: Publication | None = None
+    pod_set: PodSetPlan | None = None
+    plan_reason: str | None = None  # set when this round planned (a `PlanTrigger`)
+
+
+def simulated_spec(
+    config: PlannerConfig, tasks: Sequence[Task], scaling: ScalingSpec, *, kafka_rebalances: bool
+) -> tuple[StreamsAppSpec, KafkaView]:
+    """The StreamsApp spec of the simulated app (its `replicas` are set each round), and what the operator
+    reads from Kafka about it: each task's changelog length, and the zones of its input partitions' replicas
+    (a task reads partition p of its subtopology's input topics `<subtopology>-in-<k>`)."""
+    subtopologies: dict[str, list[Task]] = {}
+    for task in tasks:
+        subtopologies.setdefault(task.subtopology, []).append(task)
+    racks: dict[str, list[list[str]]] = {}
+    for name, members in subtopologies.items():
+        for task in sorted(members, key=lambda t: int(t.id.rsplit("_", 1)[1])):
+            for k, zones in enumerate(task.input_partition_racks):
+                racks.setdefault(f"{name}-in-{k}", []).append(list(zones))
+    assignment, timeout = assignment_spec(config)
+    spec = StreamsAppSpec(
+        replicas=0,
+        runtime=Runtime.KAFKA_STREAMS if kafka_rebalances else Runtime.CLIENT_LIBRARY,
+        template=PodTemplate.model_validate({"spec": {"containers": [{"name": "app", "image": "sim"}]}}),
+        topology=TopologySpec(
+            subtopologies=[
+                SubtopologySpec(
+                    name=name,
+                    partitions=len(members),
+                    stateful=members[0].stateful,
+                    weight=members[0].weight,
+                    input_topics=[f"{name}-in-{k}" for k in range(len(members[0].input_partition_racks))],
+                )
+                for name, members in subtopologies.items()
+            ]
+        ),
+        assignment=assignment,
+        scaling=scaling if timeout is None else scaling.model_copy(update={"scale_down_timeout": timeout}),
+    )
+    kafka = KafkaView(racks=racks, changelog_offsets={t.id: t.changelog_offsets for t in tasks})
+    return spec, kafka
+
+
+class Operator:
+    def __init__(
+        self,
+        strategy: Strategy,
+        config: PlannerConfig,
+        tasks: list[Task],
+        epoch: datetime,
+        app: str,
+        *,
+        scaling: ScalingSpec | None = None,
+        kafka_rebalances: bool = False,
+        startup_grace: float = 0.0,
+    ) -> None:
+        """`scaling`: the StreamsApp's `spec.scaling` (its defaults when None); `kafka_rebalances`: the pods
+        run Kafka Streams (`spec.runtime: KafkaStreams`), whose cooperative rebalance hands tasks over: each
+        plan is published in one generation, as the operator does; `startup_grace`: the operator's setting
+        (a scale-out's plan waits that long at most for its new pods to report)."""
+        self.strategy = strategy
+        planned = strategy.planner_config(config)
+        self.spec, self.kafka = simulated_spec(
+            planned, tasks, scaling or ScalingSpec(), kafka_rebalances=kafka_rebalances
+        )
+        self.config = planner_config(self.spec)
+        self.round_config = RoundConfig(
+            startup_grace=startup_grace,
+            probing=strategy.probes,
+            catch_up_after=strategy.catch_up_after,
+            aim=strategy.gate,
+            status=False,
+        )
+        self.epoch = epoch
+        self.app = app
+        self.memory = core_round.initial_memory(epoch)
+        self.published: Publication = EMPTY
+        self.plans = 0
+        self._wanted: AppSpec | None = None
+        self._generation = 0
+        """The spec's `metadata.generation`: one more at each change the user makes."""
+        self._infos: dict[PodReport, PodInfo] = {}
+
+    def restart(self, now: float) -> None:
+        """The operator starts again: a fresh memory; the publication is the ConfigMap's."""
+        self.memory = core_round.initial_memory(self._instant(now))
+
+    def _instant(self, seconds: float) -> datetime:
+        return self.epoch + timedelta(seconds=seconds)
+
+    # -- observations, in the core's terms --------------------------------------------------------------
+
+    def pod_infos(self, pods: list[PodReport]) -> list[PodInfo]:
+        """The pods as the API lists them: running (a crashed one restarts in place, not ready meanwhile),
+        on a node named after their zone; a leaving pod carries its mark's time (to the microsecond: the
+        simulated clock's). A pod that has not changed since the last round is the same record."""
+        infos = {p: self._infos.get(p) or self._info(p) for p in pods}
+        self._infos = infos
+        return list(infos.values())
+
+    def _info(self, p: PodReport) -> PodInfo:
+        return PodInfo(
+            name=p.name,
+            uid=f"{p.name}/{p.incarnation}",
+            app=self.app,
+            ordinal=ordinal_of(self.app, p.name),
+            revision=p.revision,
+            leaving=None if p.leaving_since is None else self._instant(p.leaving_since).isoformat(),
+            leaving_reason=p.leaving_reason,
+            node=p.zone,
+            ip=None,
+            metrics_port=None,
+            phase="Running",
+            ready=p.ready,
+            deleting=False,
+            created=self._instant(p.created),
+        )
+
+    def observe(self, now: float, view: View, wanted: AppSpec) -> Observation:
+        """What the operator's round observes: the spec the user set, the pods listed, the metrics of those
+        that run (a pod listed but down cannot be scraped), the publication in force, Kafka's facts."""
+        if wanted != self._wanted:
+            self._wanted, self._generation = wanted, self._generation + 1
+            self.spec = self.spec.model_copy(update={"replicas": wanted.replicas})
+        listed = view.listed_pods()
+        running = {p.name: p for p in view.running_pods()}
+        results: dict[str, ScrapeResult] = {
+            p.name: (
+                PodMetrics(
+                    lags=view.lags(p.name),
+                    generation=running[p.name].acked if running[p.name].acked >= 0 else None,
+                )
+                if p.name in running
+                else DOWN
+            )
+            for p in listed
+        }
+        return Observation(
+            now=self._instant(now),
+            app=self.app,
+            spec=self.spec,
+            problems=None,
+            spec_generation=self._generation,
+            status_generation=self.published.generation,
+            previous_status=None,
+            pods=self.pod_infos(listed),
+            zones={p.zone: p.zone for p in listed},
+            results=results,
+            published=self.published,
+            revision=wanted.revision,
+            kafka=self.kafka,
+            urls={p.name: p.name for p in listed},
+        )
+
+    def clients(self, seen: Observation) -> list[ClientObservation]:
+        """The pods that take part in planning, as the step's planning observes them."""
+        return observed_clients(seen.pods, seen.results, seen.zones, holders(self.published))
+
+    def snapshot(self, now: float, clients: Sequence[ClientObservation]) -> Snapshot:
+        """The planner's input (Contract 1) the step plans on, for these clients."""
+        return core_round.planner_snapshot(
+            self.spec, self._instant(now), clients, self.published, self.memory, self.kafka
+        )
+
+    # -- the round, and the polls between rounds --------------------------------------------------------
+
+    def round(self, now: float, view: View, wanted: AppSpec) -> WakeResult:
+        """One round of the operator (a scrape, or a change of the app or its pods that its watches see):
+        the step's decisions; a publication it decides is written at once."""
+        seen = self.observe(now, view, wanted)
+        decisions, self.memory = core_round.step(self.memory, seen, self.round_config, self._plan)
+        if decisions.publish is not None:
+            self._written(decisions.publish, seen.now)
+        planned = decisions.planned
+        return WakeResult(decisions.publish, decisions.pod_set, planned.trigger if planned else None)
+
+    def poll(self, now: float, view: View) -> Publication | None:
+        """Between rounds: the generations the pods a hand-over waits on report (none from a pod that is
+        down), and the next generation once one has acknowledged."""
+        awaited = self.memory.waits.awaited(self.published)
+        if not awaited:
+            return None
+        running = {p.name: p.acked for p in view.running_pods()}
+        generations = {pod: g if (g := running.get(pod, -1)) >= 0 else None for pod in awaited}
+        polled = core_round.poll(self.memory, self.published, generations, self.round_config)
+        self.memory = polled.memory
+        if polled.publish is not None:
+            self._written(polled.publish, self._instant(now))
+        return polled.publish
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        self.plans += 1
+        return self.strategy.planned(make_plan(snapshot))
+
+    def _written(self, publication: Publication, now: datetime) -> None:
+        self.published = publication
+        self.memory = core_round.after_publishing(self.memory, now)
+
+    def adopt(self, plan: Plan, publication: Publication, now: float, view: View, wanted: AppSpec) -> None:
+        """Start as if this plan had been made and published at `now` (a cluster that is already running)."""
+        self.published = publication
+        seen = self.observe(now, view, wanted)
+        memory = PlanMemory(
+            self._generation,
+            fingerprint(self.clients(seen)),
+            seen.now,
+            plan,
+            frozenset(task_ids(self.spec)),
+        )
+        self.memory = replace(self.memory, plan=memory, planned_racks=self.kafka.racks)
+
+    # -- what the simulator measures ------------------------------------------------------------------
+
+    def in_flight(self) -> bool:
+        """Whether the publication still has to catch up with the plan (worth polling before the scrape)."""
+        desired = self.memory.desired
+        return desired is not None and not is_settled(self.published, desired)
+
+    def at_rest(self, view: View, wanted: AppSpec) -> bool:
+        """The last plan completes the rebalance, is fully published and applied, every pod listed runs,
+        nobody is leaving, no scale-down is held (`scaleDownStabilization`) and every pod runs the spec's
+        template (a rolling restart is done)."""
+        memory = self.memory.plan
+        if memory is None or not memory.plan.stable or self.in_flight() or self.memory.hold.since is not None:
+            return False
+        listed = view.listed_pods()
+        if any(p.leaving_since is not None or p.revision != wanted.revision or not p.ready for p in listed):
+            return False
+        if len(view.running_pods()) != len(listed):
+            return False
+        infos = self.pod_infos(listed)
+        clients = observed_clients(infos, {}, {p.zone: p.zone for p in listed}, holders(self.published))
+        if fingerprint(clients) != memory.fingerprint:
+            return False
+        return all(p.acked >= self.published.generation for p in listed)
