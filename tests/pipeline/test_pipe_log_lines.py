@@ -137,3 +137,82 @@ def test_other_lines_are_counted_not_recognised(parsed: Any) -> None:
     _, counts = parsed
     # Every guide line and the first of OTHER are log lines; the stack trace line is not; one is blank.
     assert counts == {"timestamped": len(GUIDE_LINES) + 1, "blank": 1}
+
+
+# Layouts and wordings met in logs users paste (issue 38's corpus), with names made up: each is recognised
+# with its time (null: the line has none) and its member and group.
+WORLD_LINES: list[tuple[str, str, datetime | None, dict[str, Any]]] = [
+    (  # `grep -n` output: the line number before Kafka's own layout
+        "20591:[2020-06-29 19:49:14,212] INFO [GroupCoordinator 0]: Member rdkafka-1 in group orders has"
+        " failed, removing it from the group (kafka.coordinator.group.GroupCoordinator)",
+        "heartbeat-expired",
+        datetime(2020, 6, 29, 19, 49, 14, 212000),
+        {"member": "rdkafka-1", "group": "orders"},
+    ),
+    (  # the group's name redacted and run into `group`
+        "2023-10-05 15:07:33,882 INFO [GroupCoordinator 3]: Member *** in group*** has failed, removing it"
+        " from the group (kafka.coordinator.group.GroupCoordinator) [executor-Heartbeat]",
+        "heartbeat-expired",
+        datetime(2023, 10, 5, 15, 7, 33, 882000),
+        {"member": "***", "group": "***"},
+    ),
+    (  # a member's own line quoted without the consumer's prefix or a stamp
+        "Member consumer-B-2-05ba sending LeaveGroup request to coordinator broker:9092 (id: 2147483645 rack:"
+        " null) due to consumer poll timeout has expired. This means the time between subsequent calls",
+        "poll-timeout",
+        None,
+        {"member": "consumer-B-2-05ba"},
+    ),
+    (  # before 2.0: the group at the end of the line, log4j's short layout
+        "2019-02-28 22:06:19 INFO  AbstractCoordinator:542 - Marking the coordinator 10.0.0.1:9092 (id:"
+        " 2147483645 rack: null) dead for group rest-api",
+        "coordinator-lost",
+        datetime(2019, 2, 28, 22, 6, 19),
+        {"member": "rest-api", "group": "rest-api"},
+    ),
+    (
+        "2019-02-28 22:06:20 INFO  AbstractCoordinator:505 - Discovered coordinator 10.0.0.1:9092 (id:"
+        " 2147483645 rack: null) for group rest-api.",
+        "coordinator-found",
+        datetime(2019, 2, 28, 22, 6, 20),
+        {"member": "rest-api", "group": "rest-api"},
+    ),
+    (  # java.util.Date's text, as an application prints it
+        "Wed Feb 10 22:14:31 GMT 2021 server Exception CONNECTOR-0017 An unexpected error: error message is"
+        " org.apache.kafka.clients.consumer.CommitFailedException: Offset commit cannot be completed since"
+        " the consumer is not part of an active group for auto partition assignment; it is likely that the"
+        " consumer was kicked out of the group.",
+        "commit-failed",
+        datetime(2021, 2, 10, 22, 14, 31),
+        {},
+    ),
+    # java.util.logging: the header line, then the message with the header's time
+    (
+        "Jul 17, 2026 1:50:29 PM org.apache.kafka.clients.consumer.internals.AbstractCoordinator$X onSuccess",
+        "",
+        None,
+        {},
+    ),
+    (
+        "INFO: [Consumer clientId=consumer-orders-1, groupId=orders] Discovered group coordinator"
+        " localhost:9092 (id: 2147483646 rack: null)",
+        "coordinator-found",
+        datetime(2026, 7, 17, 13, 50, 29),
+        {"member": "consumer-orders-1", "group": "orders"},
+    ),
+]
+
+
+def test_real_world_layouts_and_wordings_are_read(spark: Any) -> None:
+    rows = [("world.log", n, line) for n, (line, *_) in enumerate(WORLD_LINES, start=1)]
+    frame = log_lines.with_shape(
+        log_lines.with_pattern(spark.createDataFrame(rows, "file string, line long, value string"))
+    )
+    found = {r["line"]: r.asDict() for r in log_lines.incidents(frame, "2026-11-21").collect()}
+    for n, (line, kind, ts, fields) in enumerate(WORLD_LINES, start=1):
+        if not kind:
+            assert n not in found, line
+            continue
+        row = found[n]
+        assert (row["kind"], row["ts"]) == (kind, ts), line
+        assert {k: row[k] for k in fields} == fields, line

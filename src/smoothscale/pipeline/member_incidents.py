@@ -4,7 +4,8 @@ were written (the member's own log, the coordinator's, the Streams client's):
 - `heartbeat-expiration`: the coordinator removed a member that stopped heartbeating (session timeout);
 - `poll-timeout`: a member did not call poll() within max.poll.interval.ms and left the group;
 - `thread-death`: a StreamThread died of an exception and was not replaced (before KIP-671, or with the
-  default handler): its tasks stop until a rebalance gives them to other threads;
+  default handler): its tasks stop until a rebalance gives them to other threads; or its timeline shows it
+  stopping while its client runs on, nothing logged around it explaining why;
 - `client-shutdown`: a Streams client stopped for good (ERROR, all threads dead, SHUTDOWN_CLIENT), its
   members leaving the group;
 - `fencing`: a thread or member was fenced (it missed a rebalance or a transaction timed out);
@@ -56,6 +57,9 @@ COMMIT_AFTER_REBALANCE = (
     r"(?i)rebalanc|not part of an active group|not aware of this member|generation|kicked out|member epoch"
 )
 FENCED = r"(?i)fenced"
+REJOIN_ON_COORDINATOR = (
+    r"(?i)rebalance failed due to .*(?:not the correct coordinator|coordinator is not available)"
+)
 SESSION_EXPIRED = r"(?i)session expired"  # a KIP-848 coordinator fences a member whose session expired
 
 
@@ -262,6 +266,36 @@ def thread_deaths(incidents: DataFrame, window_s: float) -> DataFrame:
     return thread.unionByName(with_client)
 
 
+def lone_thread_stops(incidents: DataFrame, window_s: float) -> DataFrame:
+    """Threads whose timeline shows them stopping (to PENDING_SHUTDOWN or DEAD) while nothing around them
+    explains it: no exception, replacement or shutdown request of their client logged, no stop of the
+    client itself (a clean close), within `window_s`. Whatever the exception's wording (or when its lines
+    were cut from the excerpt), a thread that stops while its client runs on has died: `thread-death`."""
+    kind, member = F.col("kind"), F.col("member")
+    stopping = F.col("new_state").isin("PENDING_SHUTDOWN", "DEAD")
+    stops = incidents.where((kind == "state-transition") & _is_thread(member) & stopping)
+    client_stop = (
+        (kind == "state-transition")
+        & ~_is_thread(member)
+        & F.col("new_state").isin("PENDING_SHUTDOWN", "NOT_RUNNING", "ERROR", "PENDING_ERROR")
+    )
+    explaining = incidents.where(
+        kind.isin("thread-error", "thread-replaced", "shutdown-requested", "all-threads-died") | client_stop
+    ).select(streams_client(member).alias("e_client"), F.col("ts").alias("e_ts"))
+    near = (streams_client(member) == F.col("e_client")) & (
+        F.abs(seconds_between(F.col("ts"), F.col("e_ts"))) <= window_s
+    )
+    lone = stops.join(explaining, near, "left_anti")
+    detail = F.format_string(
+        "%s stopped (%s to %s) while its client ran on: it died, and its tasks stop until the group"
+        " rebalances them to other threads",
+        member,
+        F.col("old_state"),
+        F.col("new_state"),
+    )
+    return finding(lone, "thread-death", member_key(member), F.array(member), detail)
+
+
 def client_shutdowns(incidents: DataFrame, window_s: float) -> DataFrame:
     """Streams clients that stopped for good, with the LeaveGroup of their members just after."""
     kind, member = F.col("kind"), F.col("member")
@@ -327,7 +361,11 @@ def fencing(incidents: DataFrame) -> DataFrame:
 def coordinator_losses(incidents: DataFrame, min_seconds: float) -> DataFrame:
     """Members that lost their group coordinator, until they found it again (or the logs end)."""
     kind, reason = F.col("kind"), F.coalesce(F.col("reason"), F.lit(""))
-    trouble = kind.isin("join-failed", "sync-failed") & reason.rlike(COORDINATOR_TROUBLE)
+    # A JoinGroup or SyncGroup failing on the coordinator, as the failure's own line says or as the rejoin
+    # it causes gives its reason (`Request joining group due to: rebalance failed due to 'This is not the
+    # correct coordinator.'`, the only trace at INFO in some versions).
+    rejoin = (kind == "join-request") & reason.rlike(REJOIN_ON_COORDINATOR)
+    trouble = (kind.isin("join-failed", "sync-failed") & reason.rlike(COORDINATOR_TROUBLE)) | rejoin
     # One line per loss counts towards a loop: the client's "is unavailable or invalid" (it follows a failed
     # JoinGroup, SyncGroup or heartbeat, which are lines of their own).
     lost = incidents.where(((kind == "coordinator-lost") | trouble) & F.col("ts").isNotNull()).withColumn(
@@ -452,6 +490,7 @@ def member_findings(incidents: DataFrame, window_s: float, coordinator_min_s: fl
         expirations(incidents),
         handlers(incidents),
         thread_deaths(incidents, window_s),
+        lone_thread_stops(incidents, window_s),
         client_shutdowns(incidents, window_s),
         fencing(incidents),
         coordinator_losses(incidents, coordinator_min_s),
