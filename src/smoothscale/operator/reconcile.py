@@ -117,7 +117,9 @@ class AppReconciler:
         self.report = AppReporter(app, context, lambda: self.publication.generation)
         self.actions = PodSetActions(app, context.api, self.report)
         self.kafka = KafkaObserver(app, context.api, context.clock)
-        self.config = RoundConfig(startup_grace=context.config.startup_grace)
+        self.config = RoundConfig(
+            startup_grace=context.config.startup_grace, round_interval=context.config.scrape_interval
+        )
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
         self.pods_recheck = timedelta(seconds=context.config.pods_recheck)

@@ -39,9 +39,11 @@ from .status import (
     LagStatus,
     LearnedSubtopologyStatus,
     LeavingPod,
+    MigrationProgress,
     Phase,
     ProbingStatus,
     StreamsAppStatus,
+    WarmupProgress,
 )
 from .validation import InvalidSpecError, load_spec, semantic_problems, spec_problems
 
@@ -65,6 +67,7 @@ __all__ = [
     "LeavingPod",
     "MetricNames",
     "MetricsSpec",
+    "MigrationProgress",
     "Phase",
     "PodSpecShape",
     "PodTemplate",
@@ -82,6 +85,7 @@ __all__ = [
     "SubtopologySpec",
     "TopologySpec",
     "UpdateStrategy",
+    "WarmupProgress",
     "assignment_spec",
     "input_partition_racks",
     "load_spec",

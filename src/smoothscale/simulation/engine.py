@@ -160,6 +160,7 @@ class Simulation:
             scenario.app,
             scaling=scenario.scaling,
             startup_grace=scenario.operator.startup_grace_seconds,
+            round_interval=scenario.operator.scrape_interval_seconds,
         )
         config = self.operator.config
         self.recorder = Recorder(self.cluster, config.acceptable_recovery_lag, config.max_warmup_replicas)

@@ -36,6 +36,7 @@ from smoothscale.control.names import ordinal_of
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.probing import PlanMemory, fingerprint, holders
+from smoothscale.control.progress import Progress
 from smoothscale.control.round import KafkaView, Observation, RoundConfig
 from smoothscale.control.scaling import PodSetPlan
 from smoothscale.control.snapshot import ClientObservation, observed_clients, task_ids
@@ -147,11 +148,13 @@ class Operator:
         scaling: ScalingSpec | None = None,
         kafka_rebalances: bool = False,
         startup_grace: float = 0.0,
+        round_interval: float = 0.0,
     ) -> None:
         """`scaling`: the StreamsApp's `spec.scaling` (its defaults when None); `kafka_rebalances`: the pods
         run Kafka Streams (`spec.runtime: KafkaStreams`), whose cooperative rebalance hands tasks over: each
         plan is published in one generation, as the operator does; `startup_grace`: the operator's setting
-        (a scale-out's plan waits that long at most for its new pods to report)."""
+        (a scale-out's plan waits that long at most for its new pods to report); `round_interval`: the
+        scrape interval (a migration's ETA waits for the round that sees a copy caught up)."""
         self.strategy = strategy
         planned = strategy.planner_config(config)
         self.spec, self.kafka = simulated_spec(
@@ -164,6 +167,7 @@ class Operator:
             catch_up_after=strategy.catch_up_after,
             aim=strategy.gate,
             status=False,
+            round_interval=round_interval,
         )
         self.epoch = epoch
         self.app = app
@@ -174,6 +178,9 @@ class Operator:
         self._generation = 0
         """The spec's `metadata.generation`: one more at each change the user makes."""
         self._infos: dict[PodReport, PodInfo] = {}
+        self.progress: list[tuple[float, Progress | None]] = []
+        """Each round's migration progress (simulation seconds) while one runs, and the first round after
+        it (None): what `benchmarks/eta_bench.py` compares with the actual end."""
 
     def restart(self, now: float) -> None:
         """The operator starts again: a fresh memory; the publication is the ConfigMap's."""
@@ -263,6 +270,8 @@ class Operator:
         the step's decisions; a publication it decides is written at once."""
         seen = self.observe(now, view, wanted)
         decisions, self.memory = core_round.step(self.memory, seen, self.round_config, self._plan)
+        if decisions.progress is not None or (self.progress and self.progress[-1][1] is not None):
+            self.progress.append((now, decisions.progress))
         if decisions.publish is not None:
             self._written(decisions.publish, seen.now)
         planned = decisions.planned
