@@ -46,10 +46,11 @@ from ..resource import (
     scaling_policy,
 )
 from . import events as ev
-from . import streamsassignor
+from . import failover, streamsassignor
 from .appreport import AppReport, observe_app_report, report_problems
 from .assignorfallbacks import RECENT as FALLBACK_RECENT
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
+from .failover import Failover, Leases, without_expired
 from .handover import HandOverWait
 from .learnedtopology import with_reported_topology
 from .observed import PodMetrics, ScrapeFailure, ScrapeResult
@@ -121,6 +122,9 @@ class Observation:
     kafka: KafkaView = field(default_factory=KafkaView)
     urls: Mapping[str, str] = field(default_factory=dict)
     """Where each running pod was scraped: the hand-over's polls between rounds ask the same addresses."""
+    renewals: Mapping[str, str] | None = None
+    """Each listed pod's lease renewal token, a pod that renews not left out (`failover`); None: no lease
+    is read, and no pod is failed over."""
 
 
 Aim = Callable[
@@ -144,6 +148,8 @@ class RoundConfig:
     """What each generation aims at instead of the last plan's assignment (None: that assignment)."""
     status: bool = True
     """Build the app's status (an adapter that reports none, the simulator, skips the work)."""
+    failover: Failover | None = None
+    """Fail a pod's tasks over once its lease expired (`failover`; None: hold planning while it is silent)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,8 @@ class RoundMemory:
     """The last `streamsassignor.check` that read the brokers (its Events are posted when it changes)."""
     quiet: Quiet | None = None
     """The last step's decisions, while a step observing the same would repeat them (`Quiet`)."""
+    leases: Leases = field(default_factory=Leases)
+    """The pods' lease renewals as seen (`failover`), and whose leases have expired."""
 
     @property
     def desired(self) -> Mapping[str, ClientAssignment] | None:
@@ -380,6 +388,8 @@ def quiet_until(
     fallback_at = memory.app_report.fallbacks.last_at
     if fallback_at is not None:
         pending.append(fallback_at + FALLBACK_RECENT)
+    if config.failover is not None and (expiry := memory.leases.next_expiry(seen.now, config.failover)):
+        pending.append(expiry)
     due = [moment for moment in pending if moment > seen.now]
     return min(due) if due else None
 
@@ -418,6 +428,11 @@ def _decide(
     app_report, reported = observe_app_report(memory.app_report, seen.results, working, seen.now)
     events += reported
     memory = replace(memory, app_report=app_report)
+    if config.failover is not None and seen.renewals is not None:
+        leases = memory.leases.observe(seen.renewals, [p.name for p in seen.pods], seen.now, config.failover)
+        events += failover.events(memory.leases, leases)
+        journal += failover.journal(memory.leases, leases)
+        memory = replace(memory, leases=leases)
     pods: Sequence[PodInfo] = seen.pods
     pod_set = None
     planned = None
@@ -434,7 +449,8 @@ def _decide(
             spec, memory.app_report.topology, seen.app
         )  # None: no tasks known yet
         if planning is not None:
-            decision, planned, memory = _plan(memory, seen, planning, pods, published, config, planner)
+            kept = without_expired(pods, memory.leases)
+            decision, planned, memory = _plan(memory, seen, planning, kept, published, config, planner)
         if decision.held_for:
             journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
         if planned is not None:
@@ -443,7 +459,9 @@ def _decide(
             )
     publish = None
     if seen.published is not None and working is not None:
-        memory = replace(memory, waits=_wait(memory.waits, seen, working, pods))
+        memory = replace(
+            memory, waits=_wait(memory.waits, seen, working, without_expired(pods, memory.leases))
+        )
         publish = memory.waits.next(published, _aimed(config, memory, published))
     status = (
         _status(memory, seen, working, pods, publish or published, decision.held_for, failures)

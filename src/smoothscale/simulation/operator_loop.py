@@ -22,7 +22,7 @@ as it runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -31,6 +31,7 @@ from smoothscale.assignor.models import Plan, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.control import step as control_step
+from smoothscale.control.failover import Failover
 from smoothscale.control.handover import is_settled
 from smoothscale.control.names import ordinal_of
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
@@ -135,6 +136,20 @@ def simulated_spec(
     return spec, kafka
 
 
+def renewals(
+    listed: Sequence[PodReport], running: Mapping[str, PodReport], now: float, lease: float
+) -> dict[str, str]:
+    """Each listed pod's lease renewal token: a running pod renews every third of its lease (the token
+    changes then), a pod that is down renewed last as it went down (a crash renews its incarnation: the
+    operator sees that renewal in its round at the crash, and times the lease from there, as it times the
+    last change of a pod's Lease)."""
+    period = lease / 3
+    return {
+        p.name: f"{p.incarnation}@{now // period:.0f}" if p.name in running else str(p.incarnation)
+        for p in listed
+    }
+
+
 class Operator:
     def __init__(
         self,
@@ -147,11 +162,14 @@ class Operator:
         scaling: ScalingSpec | None = None,
         kafka_rebalances: bool = False,
         startup_grace: float = 0.0,
+        failover: float | None = None,
     ) -> None:
         """`scaling`: the StreamsApp's `spec.scaling` (its defaults when None); `kafka_rebalances`: the pods
         run Kafka Streams (`spec.runtime: KafkaStreams`), whose cooperative rebalance hands tasks over: each
         plan is published in one generation, as the operator does; `startup_grace`: the operator's setting
-        (a scale-out's plan waits that long at most for its new pods to report)."""
+        (a scale-out's plan waits that long at most for its new pods to report); `failover`: seconds after
+        which a lost pod's tasks start elsewhere (its lease, or its Kafka session: `control.failover`;
+        None: never, they wait for it)."""
         self.strategy = strategy
         planned = strategy.planner_config(config)
         self.spec, self.kafka = simulated_spec(
@@ -164,6 +182,7 @@ class Operator:
             catch_up_after=strategy.catch_up_after,
             aim=strategy.gate,
             status=False,
+            failover=None if failover is None else Failover(failover),
         )
         self.epoch = epoch
         self.app = app
@@ -218,6 +237,7 @@ class Operator:
             self.spec = self.spec.model_copy(update={"replicas": wanted.replicas})
         listed = view.listed_pods()
         running = {p.name: p for p in view.running_pods()}
+        failover = self.round_config.failover
         results: dict[str, ScrapeResult] = {
             p.name: (
                 PodMetrics(
@@ -244,7 +264,18 @@ class Operator:
             revision=wanted.revision,
             kafka=self.kafka,
             urls={p.name: p.name for p in listed},
+            renewals=None if failover is None else renewals(listed, running, now, failover.seconds),
         )
+
+    def next_expiry(self, now: float) -> float | None:
+        """When the next lease (or session) the operator counts runs out, in simulation seconds (None:
+        none runs, or nothing fails over): a round then fails the pod's tasks over, as the operator's timer
+        (or Kafka's coordinator) does."""
+        failover = self.round_config.failover
+        if failover is None:
+            return None
+        expiry = self.memory.leases.next_expiry(self._instant(now), failover)
+        return None if expiry is None else (expiry - self.epoch).total_seconds()
 
     def clients(self, seen: Observation) -> list[ClientObservation]:
         """The pods that take part in planning, as the step's planning observes them."""
