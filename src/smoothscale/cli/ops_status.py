@@ -112,12 +112,12 @@ def migration(progress: Mapping[str, Any] | None) -> list[str]:
     if not progress:
         return []
     eta = progress.get("estimatedCompletionTime") or "not yet (no restore rate measured)"
+    get = progress.get
     lines = [
-        f"progress: {progress.get('percent', 0):.1f}% since {progress.get('startTime')}, "
-        f"{progress.get('recordsRestored', 0)} records restored, {progress.get('recordsLeft', 0)} left; "
-        f"{progress.get('copiesWarming', 0)} warming, {progress.get('tasksQueued', 0)} queued behind the warmup "
-        f"cap, {progress.get('activesRestoring', 0)} active(s) restoring, {progress.get('handoversPending', 0)} "
-        f"hand-over(s); ETA {eta}"
+        f"progress: {get('percent', 0):.1f}% since {get('startTime')}, "
+        f"{get('recordsRestored', 0)} records restored, {get('recordsLeft', 0)} left; "
+        f"{get('copiesWarming', 0)} warming, {get('tasksQueued', 0)} queued behind the warmup cap, "
+        f"{get('activesRestoring', 0)} active(s) restoring, {get('handoversPending', 0)} hand-over(s); ETA {eta}"
     ]
     for warmup in progress.get("warmups") or []:
         rate = warmup.get("restoreRate")
