@@ -117,7 +117,8 @@ def migration(progress: Mapping[str, Any] | None) -> list[str]:
         f"progress: {get('percent', 0):.1f}% since {get('startTime')}, "
         f"{get('recordsRestored', 0)} records restored, {get('recordsLeft', 0)} left; "
         f"{get('copiesWarming', 0)} warming, {get('tasksQueued', 0)} queued behind the warmup cap, "
-        f"{get('activesRestoring', 0)} active(s) restoring, {get('handoversPending', 0)} hand-over(s); ETA {eta}"
+        f"{get('activesRestoring', 0)} active(s) restoring, {get('handoversPending', 0)} hand-over(s); "
+        f"ETA {eta}"
     ]
     for warmup in progress.get("warmups") or []:
         rate = warmup.get("restoreRate")
