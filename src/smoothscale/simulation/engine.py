@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -25,6 +25,7 @@ from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.control.snapshot import ClientObservation
 from smoothscale.simulation import invariants
+from smoothscale.simulation.autoscalers import Action, Autoscaler, AutoscaleRun, load_sample
 from smoothscale.simulation.events import FollowUp, Script
 from smoothscale.simulation.metrics import Recorder, SimulationResult
 from smoothscale.simulation.operator_loop import Operator, PodReport
@@ -166,6 +167,7 @@ class Simulation:
             scaling=scenario.scaling,
             kafka_rebalances=scenario.runtime == "KafkaStreams",
             startup_grace=scenario.operator.startup_grace_seconds,
+            round_interval=scenario.operator.scrape_interval_seconds,
             failover=scenario.failover_seconds(),
         )
         config = self.operator.config
@@ -181,6 +183,13 @@ class Simulation:
         self._scripted = 0  # events and follow-ups still to happen
         self._expiry_at: float | None = None  # the round due when a lease the operator counts runs out
         self._initial_owners: dict[str, str] = {}
+        self.autoscaling: AutoscaleRun | None = None
+
+    def attach_autoscaler(self, autoscaler: Autoscaler, lag_target: float) -> AutoscaleRun:
+        """Let `autoscaler` set `replicas` (every `autoscaler.interval`, at a scrape), as it would through the
+        scale subresource; the run it returns accounts for its actions and figures."""
+        self.autoscaling = AutoscaleRun(autoscaler, lag_target)
+        return self.autoscaling
 
     def _owner_down(self) -> BoolArray:
         """Per task: whether the publication in force makes a pod that is down its active owner."""
@@ -335,6 +344,7 @@ class Simulation:
             self._at(self._next_tick, _Wake(scrape=True))
             self._round()
             self.recorder.sample(self.now)
+            self._autoscale()
         else:
             if periodic:
                 self._poll_at = None
@@ -346,6 +356,26 @@ class Simulation:
         if (operator.in_flight() or waiting_for_acks) and self._poll_at is None and poll < self._next_tick:
             self._poll_at = poll
             self._at(poll, _Wake(scrape=False))
+
+    def _autoscale(self) -> None:
+        """The attached autoscaler's evaluation, when due; a change of `replicas` wakes a round."""
+        run = self.autoscaling
+        if run is None:
+            return
+        run.account(self.cluster, self.now)
+        if self.now < run.next_at:
+            return
+        run.next_at = self.now + run.autoscaler.interval
+        spec = self.script.spec
+        migrating = not self.operator.at_rest(self.view, spec)
+        warmups = self.operator.config.max_warmup_replicas
+        wanted = run.autoscaler.evaluate(
+            load_sample(self.cluster, self.now, spec.replicas, warmups, migrating)
+        )
+        if wanted is not None and wanted != spec.replicas:
+            run.actions.append(Action(self.now, spec.replicas, wanted))
+            self.script.spec = replace(spec, replicas=wanted)
+            self._pods_changed()
 
     def _pods_changed(self) -> None:
         """The app or its pods changed: the operator, woken by its watches, runs a round at once."""
