@@ -614,7 +614,7 @@ def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFr
     kinds = _of_pattern("pattern", [p.kind for p in PATTERNS])
     stamped = F.when(F.col("timestamped"), log_layouts.timestamp(value, default_date))
     found = (
-        record_time(classified)
+        record_time(classified, default_date)
         .where(index.isNotNull())
         .select(
             "file",
@@ -625,19 +625,26 @@ def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFr
             value.alias("text"),
             "timestamped",
             "continuation",
+            "last_stamp",
         )
     )
     return _stamped_from_record(found.withColumn("group", _group_of_client(F.col("member"), F.col("group"))))
 
 
-def record_time(kept: DataFrame) -> DataFrame:
-    """`kept` (screened lines, with `pattern`) with `record_ts`: for a line right after a java.util.logging
-    header line (`Jul 17, 2026 1:50:29 PM <class> <method>`, then `INFO: <message>`), the header's time.
-    Header lines pass the screen (`SCREEN`) for this only; they are no incidents."""
+def record_time(kept: DataFrame, default_date: str) -> DataFrame:
+    """`kept` (screened lines, with `pattern` and their shape) with `record_ts`: for a line right after a
+    java.util.logging header line (`Jul 17, 2026 1:50:29 PM <class> <method>`, then `INFO: <message>`),
+    the header's time; and `last_stamp` (`at`, `ts`): the last kept log line before it that has a stamp, for
+    `_stamped_from_record`. Header lines pass the screen (`SCREEN`) for this only; they are no incidents."""
     header = log_layouts.jul_header_time(F.col("value"))
     previous = Window.partitionBy("file").orderBy("line")
     before = F.lag(F.struct(F.col("line").alias("at"), header.alias("ts"))).over(previous)
-    return kept.withColumn("record_ts", F.when(before["at"] == F.col("line") - 1, before["ts"]))
+    own = F.when(F.col("timestamped"), log_layouts.timestamp(F.col("value"), default_date))
+    stamped = F.when(own.isNotNull(), F.struct(F.col("line").alias("at"), own.alias("ts")))
+    last = F.last(stamped, ignorenulls=True).over(previous.rowsBetween(Window.unboundedPreceding, -1))
+    return kept.withColumn("record_ts", F.when(before["at"] == F.col("line") - 1, before["ts"])).withColumn(
+        "last_stamp", last
+    )
 
 
 # How far (in lines) a recognised line without a stamp of its own (an exception an application logged with
@@ -647,15 +654,17 @@ RECORD_LINES = 20
 
 def _stamped_from_record(found: DataFrame) -> DataFrame:
     """A commit failure logged as an exception (a continuation line, no stamp, no member) takes the time of
-    the recognised log line just before it in its file, and the file's group when the file names only one."""
+    the log line just before it in its file, and the file's group when the file names only one."""
     before = Window.partitionBy("file").orderBy("line").rowsBetween(Window.unboundedPreceding, -1)
     stamped = F.when(F.col("ts").isNotNull(), F.struct(F.col("line").alias("at"), "ts"))
-    previous = F.last(stamped, ignorenulls=True).over(before)
+    # The nearer of the last recognised line with a time and the last kept log line with a stamp (the
+    # application's own line that logged the exception, whatever its wording).
+    previous = F.greatest(F.last(stamped, ignorenulls=True).over(before), F.col("last_stamp"))
     groups = F.collect_set("group").over(Window.partitionBy("file"))
     orphan = F.col("ts").isNull() & (F.col("kind") == "commit-failed")
     near = previous.isNotNull() & (F.col("line") - previous["at"] <= RECORD_LINES)
     return found.select(
-        *[c for c in found.columns if c not in ("ts", "group")],
+        *[c for c in found.columns if c not in ("ts", "group", "last_stamp")],
         F.when(orphan & near, previous["ts"]).otherwise(F.col("ts")).alias("ts"),
         F.when(orphan & F.col("group").isNull() & (F.size(groups) == 1), groups[0])
         .otherwise(F.col("group"))
