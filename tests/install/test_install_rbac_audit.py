@@ -111,7 +111,7 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
         debounce=0.05,
     )
     app: Json = testkit.streamsapp(replicas=3, partitions=6, storage=True)
-    app["spec"]["storage"]["deleteOnScaleDown"] = True
+    app["spec"]["storage"]["retentionPolicy"] = {"whenScaled": "Delete"}
     # Credentials for a Kafka nobody listens for: the Secret is read (get), Kafka fails, planning goes on.
     app["spec"]["kafka"] = {
         "bootstrapServers": "127.0.0.1:1",
@@ -137,6 +137,18 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
         testkit.wait_for(lambda: testkit.balanced(kube.publication(), 2, 6), what="balance on 2")
         claims = kubernetes.client.CoreV1Api(client).list_namespaced_persistent_volume_claim("default")
         assert sorted(c.metadata.name for c in claims.items) == ["orders-state-0", "orders-state-1"]
+        budget = kubernetes.client.PolicyV1Api(client).read_namespaced_pod_disruption_budget(
+            "orders", "default"
+        )
+        assert budget.spec.min_available == 1
+        # the claims are the app's once it asks that they go with it (list and patch claims)
+        kube.patch_app("orders", {"spec": {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}})
+
+        def owned() -> bool:
+            listed = kubernetes.client.CoreV1Api(client).list_namespaced_persistent_volume_claim("default")
+            return all(c.metadata.owner_references for c in listed.items)
+
+        testkit.wait_for(owned, what="the claims owned by the app")
     assert fake.violations == []
     assert audit.denied == []
     assert audit.grants - audit.used == ADMISSION_ONLY

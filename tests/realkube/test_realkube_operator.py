@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import kubernetes
 import pytest
 import yaml
 from realkube_kit import Cluster, Json, sibling_kit, wait_for
@@ -120,6 +121,12 @@ def test_a_lifecycle_as_the_charts_service_account(
         lambda: cluster.kubectl("scale", f"sapp/{APP}", "--replicas=5"),
     )
     assert len(out.pods) == 5
+    # the PodDisruptionBudget follows the replicas: as many may go at once as there are standbys, at least one
+    budget = kubernetes.client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget(
+        APP, cluster.namespace
+    )
+    standbys = sandbox.app(APP)["spec"]["assignment"]["numStandbys"]
+    assert budget.spec.min_available == 5 - max(1, standbys)
     status, scale = cluster.request("GET", cluster.app_path(APP, "scale"))
     assert status == 200 and scale["spec"]["replicas"] == 5 and scale["status"]["replicas"] == 5
     selected = cluster.core.list_namespaced_pod(cluster.namespace, label_selector=scale["status"]["selector"])
@@ -165,6 +172,13 @@ def test_a_lifecycle_as_the_charts_service_account(
     assert sandbox.publication(APP).generation == generation
     assert len(observe(sandbox, APP, "invalid").pods) == 3
 
+    # the claims outlive the app unless it asks otherwise: asked, the operator makes them the app's
+    assert all(not c.metadata.owner_references for c in _claims(cluster)), "whenDeleted: Retain"
+    retention = {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}
+    sandbox.patch_app(APP, {"spec": retention})
+    wait_for(
+        lambda: all(c.metadata.owner_references for c in _claims(cluster)), timeout=30, what="claims owned"
+    )
     # deletion: the garbage collector removes what the app owned (pods, claims, the assignment ConfigMap)
     cluster.custom.delete_namespaced_custom_object(
         "smoothscale.io", "v1alpha1", cluster.namespace, "streamsapps", APP
@@ -185,6 +199,10 @@ def test_a_lifecycle_as_the_charts_service_account(
 def _condition(app: Json, kind: str, status: str) -> Json | None:
     conditions = (app.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == kind and c["status"] == status), None)
+
+
+def _claims(cluster: Cluster) -> list[kubernetes.client.V1PersistentVolumeClaim]:
+    return list(cluster.core.list_namespaced_persistent_volume_claim(cluster.namespace).items)
 
 
 def _owned(cluster: Cluster) -> list[str]:

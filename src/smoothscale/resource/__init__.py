@@ -17,6 +17,8 @@ from .planner import (
 )
 from .spec import (
     AssignmentSpec,
+    ClaimRetention,
+    ClaimRetentionPolicy,
     MetricNames,
     MetricsSpec,
     PodSpecShape,
@@ -50,6 +52,8 @@ __all__ = [
     "AssignmentStatus",
     "AutoscalingStatus",
     "ChangelogStatus",
+    "ClaimRetention",
+    "ClaimRetentionPolicy",
     "Condition",
     "ConditionStatus",
     "ConditionType",
