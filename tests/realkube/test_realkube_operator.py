@@ -220,3 +220,47 @@ def _owned(cluster: Cluster) -> list[str]:
 
 def test_an_operator_killed_mid_migration_resumes_and_finishes_it(sandbox: Sandbox) -> None:
     e2e.Run(sandbox).operator_killed_mid_migration()
+
+
+def test_an_eviction_the_budget_allows_is_replaced_and_one_beyond_it_is_refused(
+    sandbox: Sandbox, cluster: Cluster
+) -> None:
+    """`kubectl drain` evicts through the Eviction API, which the kube-apiserver checks against the app's
+    PodDisruptionBudget as kube-controller-manager's disruption controller keeps it: with one standby per
+    task, one pod of three may go; a second eviction before the first pod is replaced is refused (429, which
+    drain retries), and the operator creates the evicted pod again, its tasks moved to their standbys."""
+    run = e2e.Run(sandbox)
+    run.start(replicas=3)
+    policy = kubernetes.client.PolicyV1Api(cluster.api)
+
+    def allowed() -> int:
+        budget = policy.read_namespaced_pod_disruption_budget(APP, cluster.namespace)
+        return int(budget.status.disruptions_allowed or 0) if budget.status else 0
+
+    wait_for(lambda: allowed() == 1, timeout=30, what="one disruption allowed")
+    evicted = cluster.core.read_namespaced_pod("orders-0", cluster.namespace).metadata.uid
+
+    def evict_two() -> None:
+        _evict(cluster, "orders-0")
+        with pytest.raises(kubernetes.client.ApiException) as refused:
+            _evict(cluster, "orders-1")
+        assert refused.value.status == 429, refused.value
+
+    def replaced(_: object) -> bool:
+        pods = {
+            p.metadata.name: p.metadata.uid for p in cluster.core.list_namespaced_pod(cluster.namespace).items
+        }
+        return pods.get("orders-0") not in (None, evicted)
+
+    last = run.step("eviction", e2e.CRASH_BOUND, evict_two, also=replaced)
+    assert len(last.pods) == 3
+    # a pod evicted and created again under its name counts once the controller saw it terminating
+    wait_for(lambda: allowed() == 1, timeout=150, what="the budget whole again")
+    run.finish(last)
+
+
+def _evict(cluster: Cluster, pod: str) -> None:
+    metadata = kubernetes.client.V1ObjectMeta(name=pod, namespace=cluster.namespace)
+    cluster.core.create_namespaced_pod_eviction(
+        pod, cluster.namespace, kubernetes.client.V1Eviction(metadata=metadata)
+    )
