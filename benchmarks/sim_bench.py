@@ -5,8 +5,12 @@ stateful tasks of 5 M records, the same warmup cap of 2 for every strategy), a s
 debounce interval on the scale-out with changelog sizes jittered by 30%, and one simulated day of a
 1,000-task, 30-pod app with an event every hour (built here, not in the library: the library's tests run
 every scenario under every strategy). The day reports CPU time beside wall time: on a shared machine the
-wall time of the same work varies with the load. Prints progress and the comparison tables; the last line
-is one JSON object of figures, units in the keys.
+wall time of the same work varies with the load. Fail-over (issue 40): the library's zone outage and the day
+for both runtimes, `ClientLibrary` with a 10 s lease and `KafkaStreams` with Kafka's default 45 s session (and
+a 10 s one), their downtime split into the wait for the lease or session (`failover`), the hand-over and
+the restore, and each as a ratio to the operator without leases (`ClientLibrary`, no lease: a lost pod's
+tasks wait for it), the same run. Prints progress and the comparison tables; the last line is one JSON
+object of figures, units in the keys.
 
     python benchmarks/sim_bench.py            # everything
     python benchmarks/sim_bench.py --no-day   # skip the day-long run
@@ -32,6 +36,13 @@ from smoothscale.simulation import (
 LIBRARY = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
 SCALING = {"scale_out": "scale-out-3-to-6", "scale_in": "scale-in-6-to-3", "host_swap": "host-swap-4-pods"}
 DEBOUNCE_SECONDS = (0, 10, 20, 30, 60)
+FAILOVER_RUNTIMES: dict[str, tuple[str, float | None, float]] = {
+    "no_lease": ("ClientLibrary", None, 45.0),
+    "lease_10s": ("ClientLibrary", 10.0, 45.0),
+    "kafka_session_45s": ("KafkaStreams", None, 45.0),
+    "kafka_session_10s": ("KafkaStreams", None, 10.0),
+}
+"""Figure key -> (runtime, lease seconds, session timeout seconds); `no_lease` is the baseline."""
 DAY_SECONDS = 86_400
 DAY_CYCLE: list[dict[str, Any]] = [
     {"type": "scaleOut", "pods": 3},
@@ -150,15 +161,65 @@ def day(figures: dict[str, float | int | None]) -> None:
     figures["day_1000_tasks_events_balanced"] = sum(e.balanced_at is not None for e in result.events)
 
 
+def with_failover(scenario: Scenario, key: str) -> Scenario:
+    runtime, lease, session = FAILOVER_RUNTIMES[key]
+    failover = scenario.failover.model_copy(
+        update={"lease_seconds": lease, "session_timeout_seconds": session}
+    )
+    return scenario.model_copy(update={"runtime": runtime, "failover": failover})
+
+
+def downtime_figures(figures: dict[str, float | int | None], prefix: str, result: SimulationResult) -> None:
+    figures[f"{prefix}_downtime_task_seconds"] = round(result.downtime_task_seconds, 1)
+    figures[f"{prefix}_failover_wait_task_seconds"] = round(result.failover_downtime_task_seconds, 1)
+    figures[f"{prefix}_handover_task_seconds"] = round(result.handover_downtime_task_seconds, 1)
+    figures[f"{prefix}_restore_task_seconds"] = round(result.restore_downtime_task_seconds, 1)
+
+
+def failover(figures: dict[str, float | int | None], *, day_too: bool) -> None:
+    """The zone outage (and the day) for each runtime of `FAILOVER_RUNTIMES`, against `no_lease`."""
+    runs = [("zone_outage", load_scenario(LIBRARY / "zone-outage-1-standby.yaml"))]
+    if day_too:
+        runs.append(("day_1000_tasks", day_scenario()))
+    for name, scenario in runs:
+        baseline = None
+        for key in FAILOVER_RUNTIMES:
+            started = time.perf_counter()
+            result = simulate(with_failover(scenario, key), "smoothscale", seed=0)
+            log(
+                f"{name} / {key}: {result.downtime_task_seconds:,.1f} task-s down "
+                f"({result.failover_downtime_task_seconds:,.1f} lease or session wait, "
+                f"{result.handover_downtime_task_seconds:,.1f} hand-over, "
+                f"{result.restore_downtime_task_seconds:,.1f} restore), "
+                f"{time.perf_counter() - started:.1f} s wall"
+            )
+            downtime_figures(figures, f"{name}_{key}", result)
+            baseline = baseline or result.downtime_task_seconds
+            if key != "no_lease":
+                cut = baseline / result.downtime_task_seconds if result.downtime_task_seconds else None
+                figures[f"{name}_{key}_downtime_cut_ratio"] = None if cut is None else round(cut, 1)
+    lost, lease = 16, FAILOVER_RUNTIMES["lease_10s"][1] or 0.0
+    figures["zone_outage_lease_10s_goal_task_seconds"] = lost * (lease + 1)
+    figures["zone_outage_kafka_session_45s_goal_task_seconds"] = lost * (
+        FAILOVER_RUNTIMES["kafka_session_45s"][2] + 1
+    )
+    figures["zone_outage_kafka_session_10s_goal_task_seconds"] = lost * (
+        FAILOVER_RUNTIMES["kafka_session_10s"][2] + 1
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-day", action="store_true", help="skip the day-long run")
+    parser.add_argument("--no-day", action="store_true", help="skip the day-long runs")
+    parser.add_argument("--failover-only", action="store_true", help="only the fail-over figures")
     args = parser.parse_args()
     figures: dict[str, float | int | None] = {}
-    scaling(figures)
-    debounce_sweep(figures)
-    if not args.no_day:
-        day(figures)
+    if not args.failover_only:
+        scaling(figures)
+        debounce_sweep(figures)
+        if not args.no_day:
+            day(figures)
+    failover(figures, day_too=not args.no_day)
     print(json.dumps(figures, sort_keys=True))
 
 
