@@ -12,6 +12,7 @@ the app's finalizers, garbage collection of what the app owns, claims released o
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,9 +23,10 @@ from realkube_kit import Cluster, Json, sibling_kit, wait_for
 
 from smoothscale.contract import names as contract
 from smoothscale.operator.access import Access
+from smoothscale.sandbox import invariants
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.control_plane import RunningControlPlane
-from smoothscale.sandbox.demo import APP, worker_env
+from smoothscale.sandbox.demo import APP, demo_tasks, worker_env
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.observe import observe
 
@@ -252,7 +254,10 @@ def test_an_eviction_the_budget_allows_is_replaced_and_one_beyond_it_is_refused(
         }
         return pods.get("orders-0") not in (None, evicted)
 
+    started = time.time()
     last = run.step("eviction", e2e.CRASH_BOUND, evict_two, also=replaced)
+    gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
+    print(json.dumps({"eviction_longest_gap_seconds": round(max(gaps.values()), 2)}))
     assert len(last.pods) == 3
     # a pod evicted and created again under its name counts once the controller saw it terminating
     wait_for(lambda: allowed() == 1, timeout=150, what="the budget whole again")
