@@ -160,6 +160,14 @@ def test_a_lifecycle_as_the_charts_service_account(
     assert before.isdisjoint(pod.revision for pod in swapped.pods)
     run.finish(swapped)
 
+    # the claims outlive the app unless it asks otherwise: asked, the operator makes them the app's
+    assert all(not c.metadata.owner_references for c in _claims(cluster)), "whenDeleted: Retain"
+    retention = {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}
+    sandbox.patch_app(APP, {"spec": retention})
+    wait_for(
+        lambda: all(c.metadata.owner_references for c in _claims(cluster)), timeout=30, what="claims owned"
+    )
+
     # an invalid spec the schema cannot see (a topic read by two subtopologies): the last assignment runs on
     generation = sandbox.publication(APP).generation
     topology = sandbox.app(APP)["spec"]["topology"]
@@ -174,13 +182,6 @@ def test_a_lifecycle_as_the_charts_service_account(
     assert sandbox.publication(APP).generation == generation
     assert len(observe(sandbox, APP, "invalid").pods) == 3
 
-    # the claims outlive the app unless it asks otherwise: asked, the operator makes them the app's
-    assert all(not c.metadata.owner_references for c in _claims(cluster)), "whenDeleted: Retain"
-    retention = {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}
-    sandbox.patch_app(APP, {"spec": retention})
-    wait_for(
-        lambda: all(c.metadata.owner_references for c in _claims(cluster)), timeout=30, what="claims owned"
-    )
     # deletion: the garbage collector removes what the app owned (pods, claims, the assignment ConfigMap)
     cluster.custom.delete_namespaced_custom_object(
         "smoothscale.io", "v1alpha1", cluster.namespace, "streamsapps", APP
