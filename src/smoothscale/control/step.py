@@ -509,7 +509,10 @@ def _progress(
         plan,
         published,
         {pod: r.lags for pod, r in seen.results.items() if isinstance(r, PodMetrics)},
-        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets) if plan is not None else {},
+        # the queued moves' sizes: only an unstable plan queues any (a steady round builds no dict)
+        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets)
+        if plan is not None and not plan.stable
+        else {},
         spec.assignment.acceptable_recovery_lag,
         spec.assignment.max_warmup_replicas,
         leaving=[p.name for p in pods if p.is_leaving],
