@@ -18,6 +18,7 @@ units in the keys.
 
     python benchmarks/eta_bench.py                  # the simulator's library
     python benchmarks/eta_bench.py --demo kafka     # and the demo on real Kafka Streams (minutes)
+    python benchmarks/eta_bench.py --demo worker    # and the demo's sample workers (a minute and a half)
 """
 
 from __future__ import annotations
@@ -129,26 +130,26 @@ def _seconds(moment: Any) -> float | None:
     return None if moment is None else (moment - EPOCH).total_seconds()
 
 
-def demo(kind: str) -> list[Migration]:
-    """The migrations of `smoothscale demo --json` (`--kafka`: on real Kafka Streams), one per step that
-    moved tasks, from the progress its status showed once a second (`report.step_figures`: `migration`)."""
-    command = [sys.executable, "-m", "smoothscale.cli", "demo", "--json"] + (
-        ["--kafka"] if kind == "kafka" else []
-    )
+def demo(kind: str, output: Path | None) -> list[Migration]:
+    """The migrations of `smoothscale demo --json` (`kafka`: `--kafka`, on real Kafka Streams; `worker`: the
+    sample workers), one per step that moved tasks, from the progress its status showed once a second
+    (`report.step_figures`: `migrations`); `output` keeps the demo's folder (its PNG timeline marks each
+    migration's first ETA beside its end)."""
+    command = [sys.executable, "-m", "smoothscale.cli", "demo", "--json"]
+    command += ["--kafka"] if kind == "kafka" else []
+    command += ["--output-dir", str(output / kind)] if output is not None else []
     run = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
     if run.returncode not in (0, 1):
         raise SystemExit(f"the demo failed ({run.returncode}): {run.stderr[-2000:]}")
     figures = json.loads(run.stdout.strip().splitlines()[-1])
     found = []
     for step, values in figures["steps"].items():
-        migration = values.get("migration")
-        if not migration or migration["end"] is None:
-            continue
-        samples = [
-            (t, pct, eta, migration["start"], migration["records"]) for t, pct, eta in migration["samples"]
-        ]
-        samples.append((migration["end"], 100.0, None, -1.0, 0))
-        found += [m for m in migrations(f"demo {kind}: {step}", samples) if m.records > 0]
+        for seen in values.get("migrations") or []:
+            if seen["end"] is None:
+                continue
+            samples = [(t, pct, eta, seen["start"], seen["records"]) for t, pct, eta in seen["samples"]]
+            samples.append((seen["end"], 100.0, None, -1.0, 0))
+            found += [m for m in migrations(f"demo {kind}: {step}", samples) if m.records > 0]
     return found
 
 
@@ -176,12 +177,13 @@ def summary(found: Sequence[Migration]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--demo", choices=("kafka", "worker"), action="append", default=[])
+    parser.add_argument("--output-dir", type=Path, help="keep each demo's folder (its PNG timeline) here")
     args = parser.parse_args()
     found: dict[str, list[Migration]] = {"simulator": []}
     for path in sorted(LIBRARY.glob("*.yaml")):
         found["simulator"] += simulated(path)
     for kind in args.demo:
-        found[f"demo_{kind}"] = demo(kind)
+        found[f"demo_{kind}"] = demo(kind, args.output_dir)
     header = f"{'migration':<44} {'s':>7} {'records':>11}   " + "   ".join(
         f"ETA error at {m}%" for m in MARKS
     )

@@ -509,7 +509,10 @@ def _progress(
         plan,
         published,
         {pod: r.lags for pod, r in seen.results.items() if isinstance(r, PodMetrics)},
-        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets) if plan is not None else {},
+        # the queued moves' sizes: only an unstable plan queues any (a steady round builds no dict)
+        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets)
+        if plan is not None and not plan.stable
+        else {},
         spec.assignment.acceptable_recovery_lag,
         spec.assignment.max_warmup_replicas,
         leaving=[p.name for p in pods if p.is_leaving],
@@ -725,7 +728,14 @@ def _status(
             ),
             lag_total=lag_total,
             lag_max_task=lag_max,
-            recommended_replicas=recommended_replicas(memory.rates.means(), published, lag_total, tasks),
+            recommended_replicas=recommended_replicas(
+                memory.rates.means(),
+                published,
+                lag_total,
+                tasks,
+                results=seen.results,
+                busy_ratio=spec.autoscaling.target.busy_ratio if spec is not None else 0.8,
+            ),
             degraded=degraded(held_for=held_for, unreadable=seen.unreadable, failures=failures),
             invalid_spec=Problem("SpecInvalid", "; ".join(seen.problems)) if seen.problems else None,
             kafka=_kafka_outcome(spec, seen.kafka),

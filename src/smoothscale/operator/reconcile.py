@@ -58,6 +58,7 @@ from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
 from .retention import ClaimOwnership
+from .roundmetrics import RoundMetrics
 from .scrape import metrics_url
 
 
@@ -117,6 +118,7 @@ class AppReconciler:
         self.app = app
         self.ctx = context
         self.report = AppReporter(app, context, lambda: self.publication.generation)
+        self.round_metrics = RoundMetrics(context.metrics, app)
         self.actions = PodSetActions(app, context.api, self.report)
         self.claims = ClaimOwnership(app, context.api)
         self.budget = BudgetKeeper(app, context.api, timedelta(seconds=context.config.assignment_recheck))
@@ -151,6 +153,9 @@ class AppReconciler:
         self._report_decisions(observed, decisions, duration)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
+        self.round_metrics.round(
+            decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
+        )
         if decisions.status is not None:
             await self.report.write_status(decisions.status, observed.now)
 
