@@ -48,6 +48,7 @@ from smoothscale.control.status import Problem
 from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
 
 from .appref import AppRef
+from .autoscaling import AppAutoscaling
 from .context import OperatorContext
 from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
@@ -117,6 +118,7 @@ class AppReconciler:
         self.report = AppReporter(app, context, lambda: self.publication.generation)
         self.actions = PodSetActions(app, context.api, self.report)
         self.kafka = KafkaObserver(app, context.api, context.clock)
+        self.autoscaling = AppAutoscaling(app, context, self.report)
         self.config = RoundConfig(startup_grace=context.config.startup_grace)
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
@@ -145,8 +147,9 @@ class AppReconciler:
         self._report_decisions(observed, decisions, duration)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
-        if decisions.status is not None:
-            await self.report.write_status(decisions.status, observed.now)
+        status = await self.autoscaling.round(observed, self.memory, decisions)
+        if status is not None:
+            await self.report.write_status(status, observed.now)
 
     async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, float]:
         """The core's step, on the event loop; when it wants a plan, the planner runs in a thread (planning
