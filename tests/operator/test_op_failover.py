@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from smoothscale.assignor.planner import plan
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
 from smoothscale.control.failover import Failover, Leases
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
@@ -57,8 +57,8 @@ def observed(
     renewals: dict[str, str] | None,
     pods: list[PodInfo] = PODS,
     published: Publication = PUBLISHED,
-) -> core_round.Observation:
-    return core_round.Observation(
+) -> control_step.Observation:
+    return control_step.Observation(
         now=NOW + timedelta(seconds=at),
         app=APP,
         spec=SPEC,
@@ -75,9 +75,9 @@ def observed(
     )
 
 
-def lost_pod_rounds(config: core_round.RoundConfig, seconds: list[float]) -> list[core_round.Decisions]:
+def lost_pod_rounds(config: control_step.RoundConfig, seconds: list[float]) -> list[control_step.Decisions]:
     """orders-0 goes silent at 0 (listed, unreachable, its lease token unchanged); the others renew."""
-    memory = core_round.initial_memory(NOW)
+    memory = control_step.initial_memory(NOW)
     decided = []
     for at in seconds:
         results: dict[str, ScrapeResult] = {
@@ -86,13 +86,13 @@ def lost_pod_rounds(config: core_round.RoundConfig, seconds: list[float]) -> lis
             "orders-2": PodMetrics(generation=4),
         }
         tokens = {"orders-0": "last", "orders-1": f"r{at}", "orders-2": f"r{at}"}
-        decisions, memory = core_round.step(memory, observed(at, results, tokens), config, plan)
+        decisions, memory = control_step.step(memory, observed(at, results, tokens), config, plan)
         decided.append(decisions)
     return decided
 
 
 def test_a_silent_holder_holds_planning_for_one_lease_then_its_tasks_start_elsewhere() -> None:
-    config = core_round.RoundConfig(failover=LEASE)
+    config = control_step.RoundConfig(failover=LEASE)
     early, late, expired = lost_pod_rounds(config, [0.0, 9.9, 10.0])
     for held in (early, late):
         assert held.publish is None
@@ -107,26 +107,26 @@ def test_a_silent_holder_holds_planning_for_one_lease_then_its_tasks_start_elsew
 
 
 def test_without_a_lease_a_silent_holder_holds_planning_for_good() -> None:
-    for decisions in lost_pod_rounds(core_round.RoundConfig(), [0.0, 10.0, 600.0]):
+    for decisions in lost_pod_rounds(control_step.RoundConfig(), [0.0, 10.0, 600.0]):
         assert decisions.publish is None
         assert decisions.journal[-1][0] == "plan-held"
 
 
 def test_a_pod_that_renews_again_rejoins_holding_nothing() -> None:
-    config = core_round.RoundConfig(failover=LEASE)
-    memory = core_round.initial_memory(NOW)
+    config = control_step.RoundConfig(failover=LEASE)
+    memory = control_step.initial_memory(NOW)
     results: dict[str, ScrapeResult] = {
         "orders-0": DOWN,
         **{f"{APP}-{i}": PodMetrics(generation=4) for i in (1, 2)},
     }
     for at in (0.0, 10.0):
         tokens = {"orders-0": "last", "orders-1": f"r{at}", "orders-2": f"r{at}"}
-        decisions, memory = core_round.step(memory, observed(at, results, tokens), config, plan)
+        decisions, memory = control_step.step(memory, observed(at, results, tokens), config, plan)
     published = decisions.publish
     assert published is not None
     back = {pod: PodMetrics(generation=published.generation) for pod in ("orders-0", "orders-1", "orders-2")}
     tokens = {"orders-0": "again", "orders-1": "r20", "orders-2": "r20"}
-    decisions, memory = core_round.step(
+    decisions, memory = control_step.step(
         memory, observed(20.0, dict(back), tokens, published=published), config, plan
     )
     assert [e.reason for e in decisions.events if e.reason.startswith("Lease")] == ["LeaseRenewed"]

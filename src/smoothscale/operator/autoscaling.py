@@ -17,8 +17,8 @@ from smoothscale.contract.publication import EMPTY
 from smoothscale.control.autoscaler import AutoscalerMemory, Decision, autoscale_policy, decide
 from smoothscale.control.events import AppEvent, EventType
 from smoothscale.control.loadsignal import LoadSignal
-from smoothscale.control.round import Decisions, Observation, RoundMemory
 from smoothscale.control.snapshot import changelog_sizes, task_ids
+from smoothscale.control.step import Decisions, Observation, RoundMemory
 from smoothscale.resource import (
     AutoscalingMode,
     Condition,

@@ -237,7 +237,7 @@ class Scraper:
 
     A pod whose exposition is byte for byte the one it sent last time (a steady pod: no lag, the same
     changelog ends) is not parsed again: its last `PodMetrics` is returned, the very same value, which
-    also makes the round's comparison with the last observation (`control.round.Quiet`) an identity check.
+    also makes the round's comparison with the last observation (`control.step.Quiet`) an identity check.
     """
 
     def __init__(self, *, timeout: float, concurrency: int = 64) -> None:
