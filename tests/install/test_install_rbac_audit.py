@@ -8,7 +8,8 @@ fake app pods, the test's kubectl) by the bearer token in its kubeconfig.
 
 Passing means: nothing was denied (the chart grants enough for a full lifecycle: pods and claims created,
 the assignment ConfigMap published and updated, pods marked leaving and retired with their claims, the
-Kafka Secret read, other autoscalers looked for and replicas set through the scale subresource), and
+Kafka Secret read, other autoscalers looked for and replicas set through the scale subresource, the claims'
+owners set and the disruption budget written), and
 every granted permission was used (nothing is granted that the operator does not need), except the one the
 API server checks at admission rather than per request (`streamsapps/finalizers` update, see
 smoothscale.operator.access).
@@ -137,10 +138,15 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
         testkit.wait_for(lambda: testkit.balanced(kube.publication(), 2, 6), what="balance on 2")
         claims = kubernetes.client.CoreV1Api(client).list_namespaced_persistent_volume_claim("default")
         assert sorted(c.metadata.name for c in claims.items) == ["orders-state-0", "orders-state-1"]
-        budget = kubernetes.client.PolicyV1Api(client).read_namespaced_pod_disruption_budget(
-            "orders", "default"
+        # spec.autoscaling Act: no HPA nor ScaledObject targets the app (both listed), replicas set through
+        # the scale subresource
+        kube.patch_app("orders", {"spec": {"autoscaling": {"mode": "Act", "minReplicas": 3}}})
+        testkit.wait_for(lambda: kube.app()["spec"]["replicas"] == 3, what="replicas set by the operator")
+        policy = kubernetes.client.PolicyV1Api(client)
+        testkit.wait_for(
+            lambda: policy.read_namespaced_pod_disruption_budget("orders", "default").spec.min_available == 2,
+            what="the disruption budget raised with the replicas (create, then patch)",
         )
-        assert budget.spec.min_available == 1
         # the claims are the app's once it asks that they go with it (list and patch claims)
         kube.patch_app("orders", {"spec": {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}})
 
@@ -149,10 +155,6 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
             return all(c.metadata.owner_references for c in listed.items)
 
         testkit.wait_for(owned, what="the claims owned by the app")
-        # spec.autoscaling Act: no HPA nor ScaledObject targets the app (both listed), replicas set through
-        # the scale subresource
-        kube.patch_app("orders", {"spec": {"autoscaling": {"mode": "Act", "minReplicas": 3}}})
-        testkit.wait_for(lambda: kube.app()["spec"]["replicas"] == 3, what="replicas set by the operator")
     assert fake.violations == []
     assert audit.denied == []
     assert audit.grants - audit.used == ADMISSION_ONLY
