@@ -12,7 +12,12 @@ from smoothscale.contract.configmap import CorruptAssignment, from_configmap
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.control import names
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.podset import build_pod, build_state_claim, template_revision
+from smoothscale.operator.podset import (
+    KAFKA_STREAMS_GRACE_SECONDS,
+    build_pod,
+    build_state_claim,
+    template_revision,
+)
 from smoothscale.operator.publish import build_assignment_configmap
 from smoothscale.resource import StreamsAppSpec, load_spec
 
@@ -186,3 +191,16 @@ def test_fifty_thousand_tasks_fit_in_a_configmap() -> None:
     configmap = build_assignment_configmap(APP, Publication(generation=1, assignment=roles))
     size = len(json.dumps(configmap))
     assert size < 512 * 1024, f"{size} bytes"
+
+
+def test_a_kafka_streams_pod_gets_a_grace_period_that_fits_an_exactly_once_close() -> None:
+    """60 s unless the template says otherwise (`podset.KAFKA_STREAMS_GRACE_SECONDS`); other pods keep
+    Kubernetes' default (the field left out)."""
+    streams = build_pod(APP, spec(runtime="KafkaStreams"), 0, "abc")
+    assert streams["spec"]["terminationGracePeriodSeconds"] == KAFKA_STREAMS_GRACE_SECONDS == 60
+    assert "terminationGracePeriodSeconds" not in build_pod(APP, spec(), 0, "abc")["spec"]
+    own = spec(runtime="KafkaStreams")
+    own_template = own.template.model_dump(mode="json")
+    own_template["spec"]["terminationGracePeriodSeconds"] = 120
+    chosen = spec(runtime="KafkaStreams", template=own_template)
+    assert build_pod(APP, chosen, 0, "abc")["spec"]["terminationGracePeriodSeconds"] == 120

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,3 +250,49 @@ def test_any_command_can_run_as_the_pods_process(
         core.delete_namespaced_pod("orders-0", NAMESPACE)
         eventually(lambda: not core.list_namespaced_pod(NAMESPACE).items, timeout=30)
         assert not _alive(pid)
+
+
+_SLOW_CLOSE = f"""
+import http.server, os, signal, sys, threading, time
+def close(*_):
+    time.sleep(float(os.environ["CLOSE_SECONDS"]))  # an exactly-once close: commit, then close the clients
+    os._exit(0)
+signal.signal(signal.SIGTERM, close)
+class Metrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"{contract.GENERATION_METRIC} 1\\n")
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Metrics).serve_forever()
+"""
+
+
+def _slow_close(launch: Launch) -> Command:
+    """A process that takes `CLOSE_SECONDS` to stop after SIGTERM, as a Kafka Streams instance closing."""
+    env = {**os.environ, **pod_env(launch), "HOST": launch.ip, "PORT": str(launch.settings.metrics_port)}
+    return Command([sys.executable, "-c", _SLOW_CLOSE], env)
+
+
+def test_a_deleted_pod_gets_its_own_grace_period_as_from_a_kubelet(
+    cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_path: Path
+) -> None:
+    """No cap of its own: a pod whose close takes 6 s (the stand-in used to allow 5) finishes it within its
+    `terminationGracePeriodSeconds` of 20 and exits 0; one with 1 s is killed after 1 s."""
+    records = tmp_path / "records.jsonl"
+    runtime = ProcessRuntime(_slow_close, first_address=random_block())
+    with Kubelet(cluster.kubeconfig, tmp_path / "sandbox", runtime, record_file=records):
+        for name, grace in (("orders-0", 20), ("orders-1", 1)):
+            pod = _pod(name, terminationGracePeriodSeconds=grace)
+            pod["spec"]["containers"][0]["env"] = [{"name": "CLOSE_SECONDS", "value": "6"}]
+            core.create_namespaced_pod(NAMESPACE, pod)
+            eventually(lambda name=name: _ready(core, name), timeout=30)
+        started = time.monotonic()
+        for name in ("orders-0", "orders-1"):
+            core.delete_namespaced_pod(name, NAMESPACE)
+        eventually(lambda: not core.list_namespaced_pod(NAMESPACE).items, timeout=40)
+        assert time.monotonic() - started >= 6, "the pod lived on, terminating, while its process closed"
+    exits = {r["pod"]: r["code"] for r in read_records(records) if r["kind"] == "exited"}
+    assert exits["orders-0"] == 0, "closed in its own time: not SIGKILLed"
+    assert exits["orders-1"] == -signal.SIGKILL, "its 1 s grace ended with a SIGKILL"

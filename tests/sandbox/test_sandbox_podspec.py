@@ -91,6 +91,8 @@ def test_state_volume_restart_policy_grace_and_app_settings() -> None:
     assert (
         grace_seconds({"spec": {}}, cap=5) == 5
         and grace_seconds({"spec": {"terminationGracePeriodSeconds": 1}}, 5) == 1
+        and grace_seconds({"spec": {}}) == 30
+        and grace_seconds({"spec": {"terminationGracePeriodSeconds": 90}}) == 90
     )
     app = {
         "spec": {

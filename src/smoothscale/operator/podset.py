@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from smoothscale.control import names
-from smoothscale.resource import StreamsAppSpec
+from smoothscale.resource import Runtime, StreamsAppSpec
 
 from .appref import AppRef
 
@@ -27,6 +27,14 @@ POD_SECURITY_CONTEXT: dict[str, Any] = {
 }
 """What a pod gets unless its template says otherwise: a stream processor needs no root and no unusual
 syscalls, so a compromised one should not get them either (the Kubernetes "restricted" profile)."""
+KAFKA_STREAMS_GRACE_SECONDS = 60
+"""A Kafka Streams pod's `terminationGracePeriodSeconds` unless its template sets one: the time its
+instance has, after SIGTERM, to close before it is SIGKILLed. An exactly-once close commits each task's
+open transaction and closes its clients; a producer call that waits on a slow broker blocks for up to
+`max.block.ms` (60 s, Kafka's default) before it fails. Killed mid-transaction instead, the instance leaves
+a transaction open that holds back every `read_committed` reader of its output and repartition topics until
+`transaction.timeout.ms` expires, and its state is corrupted on restart. Kubernetes' own 30 s is shorter
+than one such wait; the app's own close timeout (`KafkaStreams.close(Duration)`) should stay below it."""
 CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
@@ -60,6 +68,8 @@ def build_pod(app: AppRef, spec: StreamsAppSpec, ordinal: int, revision: str) ->
             volumes.append(volume)
     pod_spec["volumes"] = volumes
     pod_spec.setdefault("hostname", name)
+    if spec.runtime is Runtime.KAFKA_STREAMS:
+        pod_spec.setdefault("terminationGracePeriodSeconds", KAFKA_STREAMS_GRACE_SECONDS)
     pod_spec["securityContext"] = _restricted(POD_SECURITY_CONTEXT, pod_spec.get("securityContext"))
     _mount_state(pod_spec)
     for key in ("containers", "initContainers"):

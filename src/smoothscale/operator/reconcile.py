@@ -5,7 +5,7 @@
    has arrived since it was sent and the operator has changed none of them, for at most `pods_recheck`), the
    nodes' zones, every running pod's metrics, Kafka's facts, and the publication in force (re-read after a
    restart, a conflicting write, and every `assignment_recheck`);
-2. step: `control.round.step` decides everything (pod set, planning, the next generation, status, Events,
+2. step: `control.step.step` decides everything (pod set, planning, the next generation, status, Events,
    journal records) from that observation and the app's one memory value, and returns the next memory; the
    planner runs in a thread, so the event loop goes on serving the other apps;
 3. act: the pod-set steps (`podactions`), then the next generation, written conditionally on the
@@ -13,11 +13,11 @@
 4. report (`reporting`): Events, journal, metrics, status.
 
 Between rounds, while a hand-over waits for old owners to acknowledge a revocation, `poll_handover` scrapes
-only those pods and publishes the next generation as soon as they have (`control.round.poll`, on the
+only those pods and publishes the next generation as soon as they have (`control.step.poll`, on the
 hand-over's `control.handover.HandOverWait`): a moved task starts on its new pod a poll interval after its
 old pod stopped it, not at the next round.
 
-What the reconciler keeps between rounds: the app's one memory value (`control.round.RoundMemory`, every
+What the reconciler keeps between rounds: the app's one memory value (`control.step.RoundMemory`, every
 decision's state, replaced by each step, poll and publication), and what the API server holds, as last read
 (`ConfigMapRead`: the publication in force with its resourceVersion, or why it is unreadable; a cache of I/O
 that decides nothing: the step is given what it holds), the parse of the spec as last read (`_SpecRead`,
@@ -39,12 +39,12 @@ from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.control import names
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
-from smoothscale.control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
-from smoothscale.control.round import Observation as Observed
 from smoothscale.control.status import Problem
+from smoothscale.control.step import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
+from smoothscale.control.step import Observation as Observed
 from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
 
 from .appref import AppRef
@@ -56,6 +56,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
+from .roundmetrics import RoundMetrics
 from .scrape import metrics_url
 
 
@@ -115,9 +116,12 @@ class AppReconciler:
         self.app = app
         self.ctx = context
         self.report = AppReporter(app, context, lambda: self.publication.generation)
+        self.round_metrics = RoundMetrics(context.metrics, app)
         self.actions = PodSetActions(app, context.api, self.report)
         self.kafka = KafkaObserver(app, context.api, context.clock)
-        self.config = RoundConfig(startup_grace=context.config.startup_grace)
+        self.config = RoundConfig(
+            startup_grace=context.config.startup_grace, round_interval=context.config.scrape_interval
+        )
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
         self.pods_recheck = timedelta(seconds=context.config.pods_recheck)
@@ -145,6 +149,9 @@ class AppReconciler:
         self._report_decisions(observed, decisions, duration)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
+        self.round_metrics.round(
+            decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
+        )
         if decisions.status is not None:
             await self.report.write_status(decisions.status, observed.now)
 
@@ -153,13 +160,13 @@ class AppReconciler:
         is CPU work: the loop goes on serving the other apps) and the step runs again with that plan. The
         step is pure, so running it twice on the same inputs decides the same."""
         try:
-            decisions, memory = core_round.step(self.memory, observed, self.config, _defer)
+            decisions, memory = control_step.step(self.memory, observed, self.config, _defer)
             return decisions, memory, 0.0
         except _PlanWanted as wanted:
             started = time.perf_counter()
             plan = await asyncio.to_thread(make_plan, wanted.snapshot)
             duration = time.perf_counter() - started
-        decisions, memory = core_round.step(self.memory, observed, self.config, lambda _: plan)
+        decisions, memory = control_step.step(self.memory, observed, self.config, lambda _: plan)
         return decisions, memory, duration
 
     def pods_changed(self) -> None:
@@ -187,8 +194,8 @@ class AppReconciler:
         read = self.configmap
         if read is None or read.published is None or now - read.at >= self.recheck:
             read = self.configmap = await self._load(now)
-        working = core_round.working_spec(self.memory, spec)
-        topology = core_round.kafka_topology(self.memory, spec, self.app.name)
+        working = control_step.working_spec(self.memory, spec)
+        topology = control_step.kafka_topology(self.memory, spec, self.app.name)
         self.report.post(self.kafka.poll(topology, self.publication))
         facts = self.kafka.facts
         urls: Mapping[str, str] = {}
@@ -331,7 +338,7 @@ class AppReconciler:
 
     async def poll_handover(self) -> None:
         """Between rounds: scrape the pods a pending hand-over waits on (and only those); the core decides
-        who has acknowledged and what to publish (`control.round.poll`)."""
+        who has acknowledged and what to publish (`control.step.poll`)."""
         waits = self.memory.waits
         awaited = waits.awaited(self.publication)
         spec = self.memory.last_good
@@ -342,7 +349,7 @@ class AppReconciler:
         )
         self.ctx.metrics.handover_polls.labels(self.app.namespace, self.app.name).inc(len(results))
         generations = {pod: r.generation if isinstance(r, PodMetrics) else None for pod, r in results.items()}
-        polled = core_round.poll(self.memory, self.publication, generations)
+        polled = control_step.poll(self.memory, self.publication, generations)
         self.memory = polled.memory
         if polled.acknowledged:
             self.report.journal(
@@ -368,7 +375,7 @@ class AppReconciler:
             if error.conflict or error.not_found:
                 self.configmap = None  # someone else wrote or deleted it: read it again next round
             raise
-        self.memory = core_round.after_publishing(self.memory, self.ctx.clock())
+        self.memory = control_step.after_publishing(self.memory, self.ctx.clock())
         self.report.publication(read.published.publication, candidate, self.memory.desired or {})
 
 

@@ -12,7 +12,8 @@ What it does, as a kubelet (and a scheduler, and a volume provisioner) would, wh
 - reports `status.podIP`, the phase and the Ready condition (the runtime's readiness probe) through the
   status subresource, and the annotations the runtime asks for;
 - restarts a crashed container in the same pod (restartPolicy Always or OnFailure), or fails the pod (Never);
-- on deletion, stops the container (SIGTERM, then SIGKILL after the grace period) and only then releases
+- on deletion, stops the container (SIGTERM, then SIGKILL after the pod's `terminationGracePeriodSeconds`, as
+  a kubelet does: a Kafka Streams instance's exactly-once close must finish) and only then releases
   its finalizer and deletes the pod with no grace period (as a kubelet ends a graceful deletion: a real API
   server keeps a deleted pod bound to a node until then), so that the pod exists, terminating, for as long
   as its container may still process (the emulator itself deletes at once);
@@ -116,7 +117,9 @@ class _Cache:
 
 class Kubelet:
     """See the module docstring. `with Kubelet(kubeconfig, root, runtime) as kubelet:`, or `start()` /
-    `close()`. `namespace=None` runs the pods of every namespace."""
+    `close()`. `namespace=None` runs the pods of every namespace. `max_grace_seconds` caps every pod's grace
+    period (None, the default: each pod's own, as a kubelet honours it); only a fast test whose pods may
+    ignore SIGTERM has a use for it."""
 
     def __init__(
         self,
@@ -128,7 +131,7 @@ class Kubelet:
         namespace: str | None = None,
         record_file: Path | None = None,
         resync_seconds: float = 0.2,
-        max_grace_seconds: float = 5.0,
+        max_grace_seconds: float | None = None,
         restart_backoff_seconds: float = 0.5,
     ) -> None:
         self.kubeconfig = kubeconfig
@@ -145,7 +148,8 @@ class Kubelet:
         self._pods = _Cache()
         self._claims = _Cache()
         self._running: dict[str, _Pod] = {}
-        self._stopping: list[threading.Thread] = []
+        self._stopping: list[tuple[threading.Thread, float]] = []
+        """The threads stopping deleted pods' containers, each with its pod's grace period."""
         self._terminating: set[str] = set()
         """Pods whose container is being stopped: their finalizer goes when the container has."""
         self._down: set[str] = set()
@@ -207,9 +211,9 @@ class Kubelet:
             if pod.container is not None:
                 pod.container.send_signal(signal.SIGTERM)
         for pod in pods:
-            self._reap(pod, grace=self._max_grace)
-        for thread in self._stopping:
-            thread.join(timeout=self._max_grace + 5)
+            self._reap(pod, grace=grace_seconds(pod.launch.pod, self._max_grace))
+        for thread, grace in self._stopping:
+            thread.join(timeout=grace + 5)
         for body in self._pods.snapshot().values():
             if FINALIZER in (body["metadata"].get("finalizers") or []):
                 self._release_finalizer(body["metadata"]["namespace"], body["metadata"]["name"])
@@ -506,7 +510,7 @@ class Kubelet:
 
         thread = threading.Thread(target=stop, name=f"stop-{pod.name}", daemon=True)
         thread.start()
-        self._stopping = [t for t in self._stopping if t.is_alive()] + [thread]
+        self._stopping = [(t, g) for t, g in self._stopping if t.is_alive()] + [(thread, grace)]
 
     def _remove(self, pod: _Pod) -> None:
         """End the graceful deletion, as a kubelet does once the pod's containers are gone: delete it again

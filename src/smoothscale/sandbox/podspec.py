@@ -125,7 +125,8 @@ def restarts_after(pod: Body, exit_code: int) -> bool:
     return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
 
 
-def grace_seconds(pod: Body, cap: float) -> float:
-    """`terminationGracePeriodSeconds` (30 by default), capped so that a sandbox stays quick."""
+def grace_seconds(pod: Body, cap: float | None = None) -> float:
+    """`terminationGracePeriodSeconds` (30 by default, as Kubernetes'), capped at `cap` when one is given."""
     grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
-    return min(cap, float(30 if grace is None else grace))
+    seconds = float(30 if grace is None else grace)
+    return seconds if cap is None else min(cap, seconds)
