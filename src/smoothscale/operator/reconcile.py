@@ -207,7 +207,7 @@ class AppReconciler:
                 )
         elif working is not None:
             urls = self._metrics_urls(pods, working.metrics)
-            results = await self._scrape(urls, working.metrics, pods)
+            results = await self._scrape(urls, working.metrics, control_step.steady(self.memory, spec, pods))
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observed(
@@ -237,20 +237,13 @@ class AppReconciler:
         )
 
     async def _scrape(
-        self, urls: Mapping[str, str], metrics: MetricsSpec, pods: tuple[PodInfo, ...]
+        self, urls: Mapping[str, str], metrics: MetricsSpec, steady: bool
     ) -> Mapping[str, ScrapeResult]:
-        """Every pod's latest read: the pods due (`scrapecadence`: all of them unless the app is steady, its
-        pods as last listed) read now, the others' last reads kept."""
-        quiet = self.memory.quiet
+        """Every pod's latest read: the pods due (`scrapecadence`: all of them unless the app is steady) read
+        now, the others' last reads kept."""
         clock = time.monotonic()
-        due = scrapecadence.due(
-            urls,
-            self._read_at,
-            clock,
-            steady=quiet is not None and quiet.seen.pods is pods,
-            cadence=self.cadence,
-        )
-        if due:
+        due = scrapecadence.due(urls, self._read_at, clock, steady=steady, cadence=self.cadence)
+        if due or self._reads.keys() != urls.keys():  # a pod gone keeps no read
             fresh = await self.ctx.scraper.scrape_all(
                 urls if len(due) == len(urls) else {pod: urls[pod] for pod in due}, metrics.names
             )
