@@ -57,6 +57,7 @@ from .observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .planning import PlanningDecision, PlanningInput, decide_planning
 from .pods import PodInfo
 from .probing import PlanMemory, fingerprint, holders, settled
+from .progress import Progress, RestoreMeter, remaining_work
 from .rates import ProcessRates, owner_rates
 from .scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
 from .snapshot import (
@@ -148,6 +149,9 @@ class RoundConfig:
     """What each generation aims at instead of the last plan's assignment (None: that assignment)."""
     status: bool = True
     """Build the app's status (an adapter that reports none, the simulator, skips the work)."""
+    round_interval: float = 0.0
+    """Seconds between the periodic rounds (the scrape interval): a migration's ETA counts the wait for the
+    round that sees a copy caught up (`progress`)."""
     failover: Failover | None = None
     """Fail a pod's tasks over once its lease expired (`failover`; None: hold planning while it is silent)."""
 
@@ -172,6 +176,8 @@ class RoundMemory:
     waits: HandOverWait = field(default_factory=HandOverWait)
     streams_assignor: StreamsAssignorCheck | None = None
     """The last `streamsassignor.check` that read the brokers (its Events are posted when it changes)."""
+    restore: RestoreMeter = field(default_factory=RestoreMeter)
+    """The measured restore rates and the running migration's progress (`progress`)."""
     quiet: Quiet | None = None
     """The last step's decisions, while a step observing the same would repeat them (`Quiet`)."""
     leases: Leases = field(default_factory=Leases)
@@ -211,6 +217,8 @@ class Decisions:
     scraped_lag: int = 0
     """The active tasks' total lag in the generation the metrics were scraped under (the journal's: once
     this round publishes the next one, the warmups that just caught up and moved would be missing)."""
+    progress: Progress | None = None
+    """The migration in progress and its ETA (None while no task moves)."""
 
 
 @dataclass(frozen=True)
@@ -477,8 +485,9 @@ def _decide(
             memory, waits=_wait(memory.waits, seen, working, without_expired(pods, memory.leases))
         )
         publish = memory.waits.next(published, _aimed(config, memory, published))
+    memory, progress = _progress(memory, seen, working, pods, publish or published, config)
     status = (
-        _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
+        _status(memory, seen, working, pods, publish or published, decision.held_for, failures, progress)
         if config.status
         else None
     )
@@ -493,8 +502,39 @@ def _decide(
         publish=publish,
         status=status,
         scraped_lag=active_lag(published, seen.results)[0],
+        progress=progress,
     )
     return decisions, memory
+
+
+def _progress(
+    memory: RoundMemory,
+    seen: Observation,
+    spec: StreamsAppSpec | None,
+    pods: Sequence[PodInfo],
+    published: Publication,
+    config: RoundConfig,
+) -> tuple[RoundMemory, Progress | None]:
+    """The migration's progress after this round, and the memory with this round's restore rates."""
+    if spec is None:
+        return memory, None
+    plan = memory.plan.plan if memory.plan is not None else None
+    work = remaining_work(
+        plan,
+        published,
+        {pod: r.lags for pod, r in seen.results.items() if isinstance(r, PodMetrics)},
+        # the queued moves' sizes: only an unstable plan queues any (a steady round builds no dict)
+        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets)
+        if plan is not None and not plan.stable
+        else {},
+        spec.assignment.acceptable_recovery_lag,
+        spec.assignment.max_warmup_replicas,
+        leaving=[p.name for p in pods if p.is_leaving],
+    )
+    meter = memory.restore.observe(work, seen.now, [p.name for p in pods])
+    progress = meter.estimate(work, seen.now, config.round_interval)
+    meter = meter.promised(progress)
+    return (memory if meter is memory.restore else replace(memory, restore=meter)), progress
 
 
 def poll(
@@ -679,6 +719,7 @@ def _status(
     published: Publication,
     held_for: Sequence[str],
     failures: Mapping[str, ScrapeFailure],
+    progress: Progress | None,
 ) -> StreamsAppStatus:
     lag_total, lag_max = active_lag(published, seen.results)
     known = with_reported_topology(spec, memory.app_report.topology, seen.app) if spec is not None else None
@@ -701,7 +742,14 @@ def _status(
             ),
             lag_total=lag_total,
             lag_max_task=lag_max,
-            recommended_replicas=recommended_replicas(memory.rates.means(), published, lag_total, tasks),
+            recommended_replicas=recommended_replicas(
+                memory.rates.means(),
+                published,
+                lag_total,
+                tasks,
+                results=seen.results,
+                busy_ratio=spec.autoscaling.target.busy_ratio if spec is not None else 0.8,
+            ),
             degraded=degraded(held_for=held_for, unreadable=seen.unreadable, failures=failures),
             invalid_spec=Problem("SpecInvalid", "; ".join(seen.problems)) if seen.problems else None,
             kafka=_kafka_outcome(spec, seen.kafka),
@@ -711,6 +759,7 @@ def _status(
             streams_assignor=streamsassignor.check(spec, seen.kafka.streams_assignors),
             previous=seen.previous_status,
             now=seen.now,
+            progress=progress,
         )
     )
 

@@ -56,6 +56,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
+from .roundmetrics import RoundMetrics
 from .scrape import metrics_url
 
 
@@ -115,9 +116,12 @@ class AppReconciler:
         self.app = app
         self.ctx = context
         self.report = AppReporter(app, context, lambda: self.publication.generation)
+        self.round_metrics = RoundMetrics(context.metrics, app)
         self.actions = PodSetActions(app, context.api, self.report)
         self.kafka = KafkaObserver(app, context.api, context.clock)
-        self.config = RoundConfig(startup_grace=context.config.startup_grace)
+        self.config = RoundConfig(
+            startup_grace=context.config.startup_grace, round_interval=context.config.scrape_interval
+        )
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
         self.pods_recheck = timedelta(seconds=context.config.pods_recheck)
@@ -150,6 +154,9 @@ class AppReconciler:
         self._report_decisions(observed, decisions, duration)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
+        self.round_metrics.round(
+            decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
+        )
         if decisions.status is not None:
             await self.report.write_status(decisions.status, observed.now)
 

@@ -5,7 +5,9 @@ expression, `_samples`).
 A pod reports (Contract 3) `smoothscale_task_lag{task=...}` for every task it has state for,
 `smoothscale_task_changelog_end_offset{task=...}` and `smoothscale_assignment_generation` (the generation it
 has fully applied; the hand-over waits for it), and may report `smoothscale_task_process_rate{task=...}`
-(records/s, the weights of `balanceBy: weight`). The names can be changed per app in `spec.metrics.names`.
+(records/s, the weights of `balanceBy: weight`), `smoothscale_task_input_lag{task=...}` and
+`smoothscale_pod_busy_ratio` (the autoscaler's inputs). The first four names can be changed per app in
+`spec.metrics.names`.
 
 A pod that cannot be reached in time, answers with an error, or sends something that is not a valid
 exposition (unparseable text, a negative or non-finite lag, a body beyond `MAX_BODY_BYTES`) yields a
@@ -66,6 +68,8 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
     lags: dict[str, int] = {}
     ends: dict[str, int] = {}
     rates: dict[str, float] = {}
+    input_lags: dict[str, int] = {}
+    busy: float | None = None
     generation: int | None = None
     fallbacks: dict[str, int] = {}
     topology: list[LearnedSubtopology] = []
@@ -79,6 +83,9 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
             if sample.name == contract.ASSIGNOR_FALLBACKS_METRIC and reason:
                 fallbacks[reason] = fallbacks.get(reason, 0) + _count(sample.value, sample.name)
                 continue
+            if sample.name == contract.BUSY_RATIO_METRIC:
+                busy = min(_non_negative(sample.value, sample.name), 1.0)
+                continue
             if sample.name == contract.TOPOLOGY_PARTITIONS_METRIC:
                 topology.append(_subtopology(sample.labels, _count(sample.value, sample.name)))
                 continue
@@ -91,6 +98,8 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
                 if sample.name == names.task_lag
                 else ends
                 if sample.name == names.changelog_end_offset
+                else input_lags
+                if sample.name == contract.INPUT_LAG_METRIC
                 else None
             )
             if target is not None and task:
@@ -104,6 +113,8 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
         end_offsets=ends,
         generation=generation,
         process_rates=rates,
+        input_lags=input_lags,
+        busy_ratio=busy,
         fallbacks=fallbacks,
         topology=tuple(sorted(topology, key=lambda sub: sub.name)),
     )

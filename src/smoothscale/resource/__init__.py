@@ -40,9 +40,11 @@ from .status import (
     LagStatus,
     LearnedSubtopologyStatus,
     LeavingPod,
+    MigrationProgress,
     Phase,
     ProbingStatus,
     StreamsAppStatus,
+    WarmupProgress,
 )
 from .validation import InvalidSpecError, load_spec, semantic_problems, spec_problems
 
@@ -69,6 +71,7 @@ __all__ = [
     "LeavingPod",
     "MetricNames",
     "MetricsSpec",
+    "MigrationProgress",
     "Phase",
     "PodSpecShape",
     "PodTemplate",
@@ -86,6 +89,7 @@ __all__ = [
     "SubtopologySpec",
     "TopologySpec",
     "UpdateStrategy",
+    "WarmupProgress",
     "assignment_spec",
     "input_partition_racks",
     "load_spec",

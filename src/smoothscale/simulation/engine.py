@@ -167,6 +167,7 @@ class Simulation:
             scaling=scenario.scaling,
             kafka_rebalances=scenario.runtime == "KafkaStreams",
             startup_grace=scenario.operator.startup_grace_seconds,
+            round_interval=scenario.operator.scrape_interval_seconds,
             failover=scenario.failover_seconds(),
         )
         config = self.operator.config

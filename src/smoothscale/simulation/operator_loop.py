@@ -37,6 +37,7 @@ from smoothscale.control.names import ordinal_of
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.probing import PlanMemory, fingerprint, holders
+from smoothscale.control.progress import Progress
 from smoothscale.control.scaling import PodSetPlan
 from smoothscale.control.snapshot import ClientObservation, observed_clients, task_ids
 from smoothscale.control.step import KafkaView, Observation, RoundConfig
@@ -162,14 +163,16 @@ class Operator:
         scaling: ScalingSpec | None = None,
         kafka_rebalances: bool = False,
         startup_grace: float = 0.0,
+        round_interval: float = 0.0,
         failover: float | None = None,
     ) -> None:
         """`scaling`: the StreamsApp's `spec.scaling` (its defaults when None); `kafka_rebalances`: the pods
         run Kafka Streams (`spec.runtime: KafkaStreams`), whose cooperative rebalance hands tasks over: each
         plan is published in one generation, as the operator does; `startup_grace`: the operator's setting
-        (a scale-out's plan waits that long at most for its new pods to report); `failover`: seconds after
-        which a lost pod's tasks start elsewhere (its lease, or its Kafka session: `control.failover`;
-        None: never, they wait for it)."""
+        (a scale-out's plan waits that long at most for its new pods to report); `round_interval`: the
+        scrape interval (a migration's ETA waits for the round that sees a copy caught up); `failover`:
+        seconds after which a lost pod's tasks start elsewhere (its lease, or its Kafka session:
+        `control.failover`; None: never, they wait for it)."""
         self.strategy = strategy
         planned = strategy.planner_config(config)
         self.spec, self.kafka = simulated_spec(
@@ -182,6 +185,7 @@ class Operator:
             catch_up_after=strategy.catch_up_after,
             aim=strategy.gate,
             status=False,
+            round_interval=round_interval,
             failover=None if failover is None else Failover(failover),
         )
         self.epoch = epoch
@@ -193,6 +197,9 @@ class Operator:
         self._generation = 0
         """The spec's `metadata.generation`: one more at each change the user makes."""
         self._infos: dict[PodReport, PodInfo] = {}
+        self.progress: list[tuple[float, Progress | None]] = []
+        """Each round's migration progress (simulation seconds) while one runs, and the first round after
+        it (None): what `benchmarks/eta_bench.py` compares with the actual end."""
 
     def restart(self, now: float) -> None:
         """The operator starts again: a fresh memory; the publication is the ConfigMap's."""
@@ -294,6 +301,8 @@ class Operator:
         the step's decisions; a publication it decides is written at once."""
         seen = self.observe(now, view, wanted)
         decisions, self.memory = control_step.step(self.memory, seen, self.round_config, self._plan)
+        if decisions.progress is not None or (self.progress and self.progress[-1][1] is not None):
+            self.progress.append((now, decisions.progress))
         if decisions.publish is not None:
             self._written(decisions.publish, seen.now)
         planned = decisions.planned
