@@ -234,7 +234,7 @@ class Scraper:
         if self._session is None or self._slots is None:
             # the cap is the semaphore's (a queued GET's deadline must not run): the connector has none
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_SECONDS)
-            # no Accept-Encoding: prometheus-client would gzip every exposition, work on both sides for nothing
+            # no Accept-Encoding: prometheus-client would gzip every exposition (work on both sides)
             self._session = aiohttp.ClientSession(connector=connector, skip_auto_headers=("Accept-Encoding",))
             self._slots = asyncio.Semaphore(self._concurrency)
         return self._session, self._slots
