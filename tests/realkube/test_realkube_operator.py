@@ -128,10 +128,28 @@ def test_a_lifecycle_as_the_charts_service_account(
     hpa["metadata"]["namespace"] = cluster.namespace
     cluster.control_plane.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(hpa))
 
-    # scale-in: the leaving pods hand their tasks over before they go
-    back = run.step(
-        "scale-in", e2e.PLANNED_MOVE_BOUND, lambda: sandbox.patch_app(APP, {"spec": {"replicas": 3}})
+    # spec.autoscaling Act beside that HPA: the operator refuses, naming it, and sets no replicas
+    sandbox.patch_app(APP, {"spec": {"autoscaling": {"mode": "Act", "minReplicas": 3, "maxReplicas": 3}}})
+    refused = wait_for(
+        lambda: _condition(sandbox.app(APP), "Autoscaling", "False"), timeout=60, what="the refusal"
     )
+    assert refused["reason"] == "ConflictingAutoscaler", refused
+    assert f"HorizontalPodAutoscaler/{hpa['metadata']['name']}" in refused["message"], refused
+    assert sandbox.app(APP)["spec"]["replicas"] == 5
+
+    # scale-in by the operator's autoscaler once the HPA is gone (replicas above maxReplicas), through the
+    # scale subresource; the leaving pods hand their tasks over before they go
+    back = run.step(
+        "scale-in",
+        e2e.PLANNED_MOVE_BOUND,
+        lambda: cluster.control_plane.kubectl(
+            "delete", "hpa", hpa["metadata"]["name"], "-n", cluster.namespace
+        ),
+        also=lambda snapshot: len(snapshot.pods) == 3,
+    )
+    assert sandbox.app(APP)["spec"]["replicas"] == 3
+    reasons = {event.reason for event in cluster.core.list_namespaced_event(cluster.namespace).items}
+    assert {"ConflictingAutoscaler", "AutoscalerScaled"} <= reasons
     assert {pod.name for pod in back.pods} == {"orders-0", "orders-1", "orders-2"}
     assert {"orders-3", "orders-4"} <= {r["pod"] for r in sandbox.records() if r["kind"] == "leaving"}
 

@@ -48,6 +48,7 @@ from smoothscale.control.step import Observation as Observed
 from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
 
 from .appref import AppRef
+from .autoscaling import AppAutoscaling
 from .context import OperatorContext
 from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
@@ -119,6 +120,7 @@ class AppReconciler:
         self.round_metrics = RoundMetrics(context.metrics, app)
         self.actions = PodSetActions(app, context.api, self.report)
         self.kafka = KafkaObserver(app, context.api, context.clock)
+        self.autoscaling = AppAutoscaling(app, context, self.report)
         self.config = RoundConfig(
             startup_grace=context.config.startup_grace, round_interval=context.config.scrape_interval
         )
@@ -157,8 +159,9 @@ class AppReconciler:
         self.round_metrics.round(
             decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
         )
-        if decisions.status is not None:
-            await self.report.write_status(decisions.status, observed.now)
+        status = await self.autoscaling.round(observed, self.memory, decisions)
+        if status is not None:
+            await self.report.write_status(status, observed.now)
 
     async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, float]:
         """The core's step, on the event loop; when it wants a plan, the planner runs in a thread (planning
