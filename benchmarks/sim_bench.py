@@ -5,11 +5,16 @@ stateful tasks of 5 M records, the same warmup cap of 2 for every strategy), a s
 debounce interval on the scale-out with changelog sizes jittered by 30%, and one simulated day of a
 1,000-task, 30-pod app with an event every hour (built here, not in the library: the library's tests run
 every scenario under every strategy). The day reports CPU time beside wall time: on a shared machine the
-wall time of the same work varies with the load. Prints progress and the comparison tables; the last line
-is one JSON object of figures, units in the keys.
+wall time of the same work varies with the load. Fail-over (issue 40): the library's zone outage and the day
+for both runtimes, `ClientLibrary` with a 10 s and a 5 s lease and `KafkaStreams` with Kafka's default 45 s
+session and a 10 s one, their downtime split into the wait for the lease or session (`failover`), the
+hand-over and the restore, each as a ratio to the operator without leases (`ClientLibrary`, no lease: a lost
+pod's tasks wait for it), the same run. Prints progress and the comparison tables; the last line is one JSON
+object of figures, units in the keys.
 
     python benchmarks/sim_bench.py            # everything
-    python benchmarks/sim_bench.py --no-day   # skip the day-long run
+    python benchmarks/sim_bench.py --no-day   # skip the day-long runs
+    python benchmarks/sim_bench.py --failover-only   # the fail-over figures alone (five days: slow)
 """
 
 from __future__ import annotations
@@ -32,6 +37,17 @@ from smoothscale.simulation import (
 LIBRARY = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
 SCALING = {"scale_out": "scale-out-3-to-6", "scale_in": "scale-in-6-to-3", "host_swap": "host-swap-4-pods"}
 DEBOUNCE_SECONDS = (0, 10, 20, 30, 60)
+FAILOVER_RUNTIMES: dict[str, tuple[str, float | None, float]] = {
+    "no_lease": ("ClientLibrary", None, 45.0),
+    "lease_10s": ("ClientLibrary", 10.0, 45.0),
+    "lease_5s": ("ClientLibrary", 5.0, 45.0),
+    "kafka_session_45s": ("KafkaStreams", None, 45.0),
+    "kafka_session_10s": ("KafkaStreams", None, 10.0),
+}
+"""Figure key -> (runtime, lease seconds, session timeout seconds); `no_lease` is the baseline (the day's is
+`day()`'s run, the same scenario)."""
+LOST_ACTIVES = 16
+"""The zone outage's actives on zone-a's two pods (48 tasks on 6 pods)."""
 DAY_SECONDS = 86_400
 DAY_CYCLE: list[dict[str, Any]] = [
     {"type": "scaleOut", "pods": 3},
@@ -131,7 +147,7 @@ def debounce_sweep(figures: dict[str, float | int | None]) -> None:
         figures[f"debounce_{interval}s_generations"] = result.generations_published
 
 
-def day(figures: dict[str, float | int | None]) -> None:
+def day(figures: dict[str, float | int | None]) -> SimulationResult:
     scenario = day_scenario()
     log("one simulated day: 1,000 tasks, 30 pods, an event every hour (smoothscale, invariants checked) ...")
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -148,17 +164,72 @@ def day(figures: dict[str, float | int | None]) -> None:
     figures["day_1000_tasks_downtime_task_seconds"] = round(result.downtime_task_seconds, 1)
     figures["day_1000_tasks_restore_downtime_task_seconds"] = round(result.restore_downtime_task_seconds, 1)
     figures["day_1000_tasks_events_balanced"] = sum(e.balanced_at is not None for e in result.events)
+    return result
+
+
+def with_failover(scenario: Scenario, key: str) -> Scenario:
+    runtime, lease, session = FAILOVER_RUNTIMES[key]
+    failover = scenario.failover.model_copy(
+        update={"lease_seconds": lease, "session_timeout_seconds": session}
+    )
+    return scenario.model_copy(update={"runtime": runtime, "failover": failover})
+
+
+def downtime_figures(figures: dict[str, float | int | None], prefix: str, result: SimulationResult) -> None:
+    figures[f"{prefix}_downtime_task_seconds"] = round(result.downtime_task_seconds, 1)
+    figures[f"{prefix}_failover_wait_task_seconds"] = round(result.failover_downtime_task_seconds, 1)
+    figures[f"{prefix}_handover_task_seconds"] = round(result.handover_downtime_task_seconds, 1)
+    figures[f"{prefix}_restore_task_seconds"] = round(result.restore_downtime_task_seconds, 1)
+
+
+def failover(figures: dict[str, float | int | None], day_baseline: SimulationResult | None) -> None:
+    """The zone outage (and, given `day()`'s run as its baseline, the day) for each runtime of
+    `FAILOVER_RUNTIMES`, each against `no_lease`; the zone outage's goal, lease or session plus a second of
+    hand-over per lost active, beside it."""
+    runs: list[tuple[str, Scenario, SimulationResult | None]] = [
+        ("zone_outage", load_scenario(LIBRARY / "zone-outage-1-standby.yaml"), None)
+    ]
+    if day_baseline is not None:
+        runs.append(("day_1000_tasks", day_scenario(), day_baseline))
+    for name, scenario, known in runs:
+        baseline = known.downtime_task_seconds if known is not None else None
+        for key, (runtime, lease, session) in FAILOVER_RUNTIMES.items():
+            if key == "no_lease" and known is not None:
+                result = known
+            else:
+                started = time.perf_counter()
+                result = simulate(with_failover(scenario, key), "smoothscale", seed=0)
+                log(
+                    f"{name} / {key}: {result.downtime_task_seconds:,.1f} task-s down "
+                    f"({result.failover_downtime_task_seconds:,.1f} lease or session wait, "
+                    f"{result.handover_downtime_task_seconds:,.1f} hand-over, "
+                    f"{result.restore_downtime_task_seconds:,.1f} restore), "
+                    f"{time.perf_counter() - started:.1f} s wall"
+                )
+            downtime_figures(figures, f"{name}_{key}", result)
+            baseline = baseline or result.downtime_task_seconds
+            if key != "no_lease" and result.downtime_task_seconds:
+                figures[f"{name}_{key}_downtime_cut_ratio"] = round(
+                    baseline / result.downtime_task_seconds, 1
+                )
+            if name == "zone_outage" and key != "no_lease":
+                wait = lease if runtime == "ClientLibrary" and lease is not None else session
+                figures[f"zone_outage_{key}_goal_task_seconds"] = LOST_ACTIVES * (wait + 1)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-day", action="store_true", help="skip the day-long run")
+    parser.add_argument("--no-day", action="store_true", help="skip the day-long runs")
+    parser.add_argument(
+        "--failover-only", action="store_true", help="only the fail-over figures (and the day's baseline)"
+    )
     args = parser.parse_args()
     figures: dict[str, float | int | None] = {}
-    scaling(figures)
-    debounce_sweep(figures)
-    if not args.no_day:
-        day(figures)
+    if not args.failover_only:
+        scaling(figures)
+        debounce_sweep(figures)
+    baseline = None if args.no_day else day(figures)
+    failover(figures, baseline)
     print(json.dumps(figures, sort_keys=True))
 
 

@@ -25,6 +25,6 @@ def test_every_folder_with_modules_is_a_package_named_by_its_path() -> None:
 
 
 def test_the_package_is_imported_from_src() -> None:
-    import smoothscale.control.round  # noqa: PLC0415
+    import smoothscale.control.step  # noqa: PLC0415
 
-    assert Path(smoothscale.control.round.__file__).resolve().is_relative_to(ROOT / "src")
+    assert Path(smoothscale.control.step.__file__).resolve().is_relative_to(ROOT / "src")

@@ -11,7 +11,7 @@ from typing import Any
 from test_op_round_decisions import APP, NOW, seen
 
 from smoothscale.control import names
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
 from smoothscale.control.scaling import PodSetPlan
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
@@ -73,7 +73,7 @@ async def test_a_steady_apps_rounds_reuse_the_pods_as_listed_until_something_say
 async def test_the_round_after_the_operator_changed_a_pod_sees_the_change() -> None:
     reconciler, api = _reconciler()
     pods = await reconciler._pods(NOW)
-    drain = core_round.Decisions(pod_set=PodSetPlan(stamp_leaving=(f"{APP}-1",)))
+    drain = control_step.Decisions(pod_set=PodSetPlan(stamp_leaving=(f"{APP}-1",)))
     await reconciler._act(seen(pods, {}), drain)
     after = await reconciler._pods(NOW + timedelta(seconds=1))
     assert api.lists == 2

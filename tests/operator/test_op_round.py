@@ -1,5 +1,5 @@
 """The operator, the simulator and `smoothscale explain` decide through the same step of the control core
-(`control.round`), so they decide alike by construction; these tests check that they do call it.
+(`control.step`), so they decide alike by construction; these tests check that they do call it.
 
 One sequence of rounds is played to the operator's real reconciler (`AppReconciler`, against the API
 emulator, its pods' metrics answered from the sequence): it creates the pods of `replicas: 3`, a scale-out
@@ -32,7 +32,7 @@ from smoothscale.cli.ops_explain import observation, replan
 from smoothscale.contract.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.control import names
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import format_time
 from smoothscale.control.scaling import PodSetPlan
@@ -97,7 +97,7 @@ class Round:
     """(journal step, pod) of its pod-set decisions."""
     planned: str | None = None
     published: Publication = EMPTY
-    core: list[core_round.Observation] = field(default_factory=list)
+    core: list[control_step.Observation] = field(default_factory=list)
     """The observations the reconciler gave the core's step this round."""
     snapshots: list[Snapshot] = field(default_factory=list)
     """What it planned on, and the plans it made."""
@@ -191,16 +191,16 @@ async def _operator_rounds(
     """The real reconciler, round by round; returns what it observed and decided, with the observations it
     gave the core's step and what that planned on."""
     rounds: list[Round] = []
-    core_steps: list[core_round.Observation] = []
+    core_steps: list[control_step.Observation] = []
     planned: list[tuple[Snapshot, Plan]] = []
-    real_step = core_round.step
+    real_step = control_step.step
 
     def step(
-        memory: core_round.RoundMemory,
-        seen: core_round.Observation,
-        config: core_round.RoundConfig,
-        planner: core_round.Planner,
-    ) -> tuple[core_round.Decisions, core_round.RoundMemory]:
+        memory: control_step.RoundMemory,
+        seen: control_step.Observation,
+        config: control_step.RoundConfig,
+        planner: control_step.Planner,
+    ) -> tuple[control_step.Decisions, control_step.RoundMemory]:
         def recording(snapshot: Snapshot) -> Plan:
             plan = planner(snapshot)
             planned.append((snapshot, plan))
@@ -209,7 +209,7 @@ async def _operator_rounds(
         core_steps.append(seen)
         return real_step(memory, seen, config, recording)
 
-    monkeypatch.setattr(core_round, "step", step)
+    monkeypatch.setattr(control_step, "step", step)
     clock = {"now": EPOCH}
     config = OperatorConfig(
         kubeconfig=cluster.kubeconfig, journal_stdout=False, journal_file=journal, metrics_port=None
@@ -338,13 +338,13 @@ class Calls:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         self.count = 0
-        real = getattr(core_round, name)
+        real = getattr(control_step, name)
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.count += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(core_round, name, counted)
+        monkeypatch.setattr(control_step, name, counted)
 
 
 async def test_the_operator_the_simulator_and_explain_decide_through_the_same_step(

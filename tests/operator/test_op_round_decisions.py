@@ -1,4 +1,4 @@
-"""The decisions that used to live in the reconciler, now the control core's (`control.round`), checked as
+"""The decisions that used to live in the reconciler, now the control core's (`control.step`), checked as
 pure functions of what a round observed: which scrape failures count, which vanished pods are lost, and,
 between rounds, which old owners acknowledged a revocation and what is published then."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
 from smoothscale.control.handover import HandOverWait
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
@@ -59,8 +59,8 @@ def pod(ordinal: int, *, ready: bool = True) -> PodInfo:
 
 def seen(
     pods: list[PodInfo], results: dict[str, ScrapeResult], published: Publication = PUBLISHED, at: float = 0
-) -> core_round.Observation:
-    return core_round.Observation(
+) -> control_step.Observation:
+    return control_step.Observation(
         now=NOW + timedelta(seconds=at),
         app=APP,
         spec=SPEC,
@@ -91,9 +91,9 @@ def test_a_failed_scrape_counts_for_a_ready_pod_or_one_holding_tasks_never_for_o
         "orders-2": PodMetrics(generation=4),
         "orders-3": DOWN,  # still starting, holds nothing
     }
-    memory = core_round.initial_memory(NOW)
-    decisions, memory = core_round.step(
-        memory, seen(pods, results, published), core_round.RoundConfig(), no_planner
+    memory = control_step.initial_memory(NOW)
+    decisions, memory = control_step.step(
+        memory, seen(pods, results, published), control_step.RoundConfig(), no_planner
     )
     assert sorted(decisions.failures) == ["orders-0", "orders-1"]
     assert memory.failing == {"orders-0", "orders-1"}
@@ -102,13 +102,13 @@ def test_a_failed_scrape_counts_for_a_ready_pod_or_one_holding_tasks_never_for_o
 
 def test_a_pod_that_vanished_is_lost_unless_the_operator_deleted_it() -> None:
     metrics: dict[str, ScrapeResult] = {f"{APP}-{n}": PodMetrics(generation=4) for n in range(3)}
-    memory = replace(core_round.initial_memory(NOW), known_pods=frozenset({f"{APP}-{n}" for n in range(4)}))
+    memory = replace(control_step.initial_memory(NOW), known_pods=frozenset({f"{APP}-{n}" for n in range(4)}))
     memory = replace(memory, deleted_by_us=frozenset({f"{APP}-3"}))
     pods = [pod(0), pod(2)]  # orders-1 vanished; orders-3 too, deleted by the operator
-    decisions, after = core_round.step(
+    decisions, after = control_step.step(
         memory,
         seen(pods, {p.name: metrics[p.name] for p in pods}),
-        core_round.RoundConfig(),
+        control_step.RoundConfig(),
         _plan,
     )
     assert decisions.lost == ("orders-1",)
@@ -147,17 +147,17 @@ def test_a_poll_publishes_the_next_generation_once_the_old_owner_acknowledged() 
         published_at=NOW,
     )
     memory = replace(
-        core_round.initial_memory(NOW), plan=PlanMemory(1, (), NOW, plan, frozenset()), waits=waits
+        control_step.initial_memory(NOW), plan=PlanMemory(1, (), NOW, plan, frozenset()), waits=waits
     )
     assert memory.waits.awaited(revoking) == {"orders-1"}
-    silent = core_round.poll(memory, revoking, {"orders-1": None})
+    silent = control_step.poll(memory, revoking, {"orders-1": None})
     assert (silent.acknowledged, silent.publish) == (frozenset(), None)
     assert silent.memory.waits.polls == 1
-    stopped = core_round.poll(silent.memory, revoking, {"orders-1": 5})
+    stopped = control_step.poll(silent.memory, revoking, {"orders-1": 5})
     assert stopped.acknowledged == {"orders-1"}
     assert stopped.publish is not None and stopped.publish.generation == 6
     assert stopped.publish.active_owner() == {"0_0": "orders-0", "0_1": "orders-2", "0_2": "orders-2"}
-    assert core_round.after_publishing(stopped.memory, NOW).waits.polls == 0
+    assert control_step.after_publishing(stopped.memory, NOW).waits.polls == 0
 
 
 def test_a_leaving_kafka_streams_pod_is_retired_only_once_it_runs_the_generation_that_moved_its_tasks() -> (
@@ -194,8 +194,8 @@ def test_a_leaving_kafka_streams_pod_is_retired_only_once_it_runs_the_generation
             "orders-2": PodMetrics(generation=orders_2_runs),
         }
         observed = replace(seen(pods, results, moved), spec=spec, revision=template_revision(spec))
-        decisions, _ = core_round.step(
-            core_round.initial_memory(NOW), observed, core_round.RoundConfig(), _plan
+        decisions, _ = control_step.step(
+            control_step.initial_memory(NOW), observed, control_step.RoundConfig(), _plan
         )
         assert decisions.pod_set is not None
         return [retirement.pod for retirement in decisions.pod_set.retire]

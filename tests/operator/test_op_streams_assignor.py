@@ -12,7 +12,7 @@ from typing import Any
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.contract import streams_protocol as names
 from smoothscale.contract.publication import EMPTY
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
 from smoothscale.resource import load_spec
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
@@ -35,7 +35,7 @@ def spec(protocol: str | None) -> Any:
 
 
 def observe(protocol: str | None, assignors: Mapping[int, str | None] | None, at: int) -> Any:
-    return core_round.Observation(
+    return control_step.Observation(
         now=NOW + timedelta(seconds=at),
         app="orders",
         spec=spec(protocol),
@@ -47,7 +47,7 @@ def observe(protocol: str | None, assignors: Mapping[int, str | None] | None, at
         zones={},
         results={},
         published=EMPTY,
-        kafka=core_round.KafkaView(streams_assignors=assignors, read_once=assignors is not None),
+        kafka=control_step.KafkaView(streams_assignors=assignors, read_once=assignors is not None),
     )
 
 
@@ -57,11 +57,11 @@ def planner(snapshot: Snapshot) -> Plan:
 
 def rounds(protocol: str | None, *reads: Mapping[int, str | None] | None) -> list[tuple[Any, list[Any]]]:
     """(the condition, the Events) of one round per read of the brokers."""
-    memory = core_round.initial_memory(NOW)
+    memory = control_step.initial_memory(NOW)
     seen = []
     for at, assignors in enumerate(reads):
-        decisions, memory = core_round.step(
-            memory, observe(protocol, assignors, at), core_round.RoundConfig(), planner
+        decisions, memory = control_step.step(
+            memory, observe(protocol, assignors, at), control_step.RoundConfig(), planner
         )
         assert decisions.status is not None
         condition = decisions.status.condition("StreamsAssignorMissing")

@@ -110,6 +110,40 @@ def test_the_summary_gives_the_next_probe_and_why() -> None:
     assert summary("orders", {}, None)[3] == "next probe: none (the assignment is stable)"
 
 
+def test_the_summary_gives_a_migrations_progress_and_eta() -> None:
+    progress = {
+        "startTime": "2026-11-22T03:00:00Z",
+        "percent": 37.5,
+        "copiesWarming": 1,
+        "tasksQueued": 2,
+        "activesRestoring": 0,
+        "handoversPending": 0,
+        "recordsRestored": 30000,
+        "recordsLeft": 50000,
+        "estimatedCompletionTime": "2026-11-22T03:00:40Z",
+        "warmups": [
+            {
+                "task": "1_3",
+                "pod": "orders-4",
+                "recordsLeft": 10000,
+                "restoreRate": 3900.0,
+                "estimatedCompletionTime": "2026-11-22T03:00:13Z",
+            }
+        ],
+    }
+    lines = summary("orders", {"phase": "Migrating", "progress": progress}, PUBLISHED)
+    assert lines[3] == (
+        "progress: 37.5% since 2026-11-22T03:00:00Z, 30000 records restored, 50000 left; 1 warming, 2 queued "
+        "behind the warmup cap, 0 active(s) restoring, 0 hand-over(s); ETA 2026-11-22T03:00:40Z"
+    )
+    assert lines[4] == "  warming 1_3 on orders-4: 10000 records left at 3900/s, ETA 2026-11-22T03:00:13Z"
+    warmup = {"task": "1_3", "pod": "orders-4", "recordsLeft": 10000}
+    unmeasured = {**progress, "estimatedCompletionTime": None, "warmups": [warmup]}
+    lines = summary("orders", {"progress": unmeasured}, PUBLISHED)
+    assert lines[3].endswith("ETA not yet (no restore rate measured)")
+    assert lines[4] == "  warming 1_3 on orders-4: 10000 records left"
+
+
 def test_explain_names_the_published_roles_the_hand_over_and_the_plans_reason() -> None:
     spec = load_spec(
         {

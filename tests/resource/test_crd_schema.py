@@ -106,6 +106,7 @@ def test_list_types(spec_schema: Json, status_schema: Json) -> None:
         ".topology.subtopologies[].stores": "set",
         ".conditions": "map",
         ".leaving": "map",
+        ".progress.warmups": "map",
     }
     for path, node in lists.items():
         if node["x-kubernetes-list-type"] == "map":
@@ -135,6 +136,9 @@ def test_cel_rules_cover_the_cross_field_checks(spec_schema: Json) -> None:
     }
     assert rules == {
         ".assignment": ["!has(self.probingInterval) || duration(self.probingInterval) >= duration('1s')"],
+        ".autoscaling": [
+            "!has(self.maxReplicas) || !has(self.minReplicas) || self.minReplicas <= self.maxReplicas"
+        ],
         ".scaling": [
             "!has(self.updateStrategy) || !has(self.maxSurge) || self.updateStrategy != 'Swap' || "
             "(type(self.maxSurge) == int ? self.maxSurge > 0 : !self.maxSurge.matches('^0+%$'))"

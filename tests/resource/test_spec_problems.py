@@ -180,6 +180,18 @@ def test_swap_needs_surge(minimal_spec: Json, surge: int | str) -> None:
     assert spec_problems(_with(spec, "scaling.updateStrategy", "RollingRestart")) == []
 
 
+def test_autoscaling_bounds_are_ordered(minimal_spec: Json) -> None:
+    spec = _with(minimal_spec, "autoscaling", {"mode": "Act", "minReplicas": 4, "maxReplicas": 3})
+    assert _only(spec_problems(spec)) == (
+        "spec.autoscaling.minReplicas: must not exceed maxReplicas (got 4 > 3); lower minReplicas or raise "
+        "maxReplicas"
+    )
+    assert spec_problems(_with(spec, "autoscaling.maxReplicas", 4)) == []
+    assert _only(spec_problems(_with(minimal_spec, "autoscaling.mode", "Auto"))).startswith(
+        "spec.autoscaling.mode:"
+    )
+
+
 def test_load_spec_returns_the_model_or_raises_with_every_problem(minimal_spec: Json) -> None:
     assert load_spec(minimal_spec).topology.subtopologies[0].name == "0"
     spec = _with(minimal_spec, "topology.subtopologies", [{"name": "0", "partitions": 1}] * 3)

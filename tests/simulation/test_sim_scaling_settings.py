@@ -1,5 +1,5 @@
 """The simulator runs the StreamsApp's `spec.scaling` settings through the operator's own pod-set decision
-(`control.round.decide_pod_set`, `resource.scaling_policy`): before, it hard-coded Swap with the default
+(`control.step.decide_pod_set`, `resource.scaling_policy`): before, it hard-coded Swap with the default
 maxSurge and passed `replicas` straight through, so `scaleDownStabilization` was never simulated."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The operator does not publish its planner input, so the command observes what an operator's round observes
 (the spec, the pods, their nodes' zones, the published assignment, the pods' metrics) and runs the operator's
-own round on it: `control.round.step`, the function the reconciler calls, on a fresh memory (an operator that
+own round on it: `control.step.step`, the function the reconciler calls, on a fresh memory (an operator that
 starts now: its averaged rates and changelog lengths start from what the pods report now). The step decides
 the pod set, whether to plan and the planner's input exactly as the operator would; the plan it makes is the
 one explained, with the task's published roles and its roles in the plan's balanced target. When the step
@@ -23,11 +23,11 @@ import click
 
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, kube_options, pod_metrics
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
 from smoothscale.control.observed import PodMetrics
 from smoothscale.control.pods import PodInfo
-from smoothscale.control.round import Observation
 from smoothscale.control.snapshot import task_ids
+from smoothscale.control.step import Observation
 from smoothscale.operator.podset import template_revision
 from smoothscale.resource import InvalidSpecError, StreamsAppSpec, load_spec
 
@@ -76,7 +76,7 @@ class NoPlan(Exception):
 
 
 def replan(seen: Observation) -> Replanned:
-    """The plan the operator would make from `seen`: its round (`control.round.step`) on a fresh memory, with
+    """The plan the operator would make from `seen`: its round (`control.step.step`) on a fresh memory, with
     the planner injected as the reconciler injects it. Raises `NoPlan` when that round would not plan."""
     # The planner loads numpy and scipy: only when a command explains.
     from smoothscale.assignor.planner import plan as make_plan  # noqa: PLC0415
@@ -87,8 +87,8 @@ def replan(seen: Observation) -> Replanned:
         planned.append(Replanned(snapshot, make_plan(snapshot)))
         return planned[-1].plan
 
-    decisions, _ = core_round.step(
-        core_round.initial_memory(seen.now), seen, core_round.RoundConfig(), planner
+    decisions, _ = control_step.step(
+        control_step.initial_memory(seen.now), seen, control_step.RoundConfig(), planner
     )
     if not planned:
         held = [fields for kind, fields in decisions.journal if kind == "plan-held"]

@@ -1,4 +1,5 @@
-"""`smoothscale status APP`: per pod, what it runs and how far behind it is; when the next probe is and why.
+"""`smoothscale status APP`: per pod, what it runs and how far behind it is; a migration's progress and ETA;
+when the next probe is and why.
 
 Everything comes from what the operator publishes (the assignment ConfigMap, decoded with
 `decode_publication`, and the app's status) plus the pods themselves: their leaving annotation, their node's
@@ -98,10 +99,33 @@ def summary(name: str, status: Mapping[str, Any], publication: Publication | Non
             else ""
         ),
     ]
+    lines += migration(status.get("progress"))
     if probing.get("nextProbeTime"):
         lines.append(f"next probe: {probing['nextProbeTime']} ({probing.get('reason') or 'no reason given'})")
     else:
         lines.append("next probe: none (the assignment is stable)")
+    return lines
+
+
+def migration(progress: Mapping[str, Any] | None) -> list[str]:
+    """The migration in progress (`status.progress`): how far, the ETA, and each warming copy's."""
+    if not progress:
+        return []
+    eta = progress.get("estimatedCompletionTime") or "not yet (no restore rate measured)"
+    get = progress.get
+    lines = [
+        f"progress: {get('percent', 0):.1f}% since {get('startTime')}, "
+        f"{get('recordsRestored', 0)} records restored, {get('recordsLeft', 0)} left; "
+        f"{get('copiesWarming', 0)} warming, {get('tasksQueued', 0)} queued behind the warmup cap, "
+        f"{get('activesRestoring', 0)} active(s) restoring, {get('handoversPending', 0)} hand-over(s); "
+        f"ETA {eta}"
+    ]
+    for warmup in progress.get("warmups") or []:
+        rate = warmup.get("restoreRate")
+        lines.append(
+            f"  warming {warmup.get('task')} on {warmup.get('pod')}: {warmup.get('recordsLeft')} records left"
+            + (f" at {rate:.0f}/s, ETA {warmup.get('estimatedCompletionTime')}" if rate is not None else "")
+        )
     return lines
 
 

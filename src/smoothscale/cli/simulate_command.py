@@ -54,6 +54,7 @@ ROWS: list[_Row] = [
     ("downtime (task-s)", lambda r: _number(r.downtime_task_seconds)),
     ("  restoring (task-s)", lambda r: _number(r.restore_downtime_task_seconds)),
     ("  between owners (task-s)", lambda r: _number(r.handover_downtime_task_seconds)),
+    ("  owner down (task-s)", lambda r: _number(r.failover_downtime_task_seconds)),
     ("time to balance (s)", lambda r: _number(r.time_to_balance_seconds)),
     ("lower bound (s)", lambda r: _number(r.lower_bound_seconds)),
     ("ratio to lower bound", lambda r: _number(r.ratio_to_lower_bound, 2)),

@@ -42,6 +42,11 @@ TASK_LAG_METRIC: Final = "smoothscale_task_lag"
 CHANGELOG_END_OFFSET_METRIC: Final = "smoothscale_task_changelog_end_offset"
 GENERATION_METRIC: Final = "smoothscale_assignment_generation"
 PROCESS_RATE_METRIC: Final = "smoothscale_task_process_rate"
+# Optional, for `spec.autoscaling` (docs/autoscaling.md): the fraction of the last tick the pod's processing
+# threads were busy (0..1: its capacity is what it processed divided by it), and each active task's input
+# records not yet processed (the consumer lag of its input partitions).
+BUSY_RATIO_METRIC: Final = "smoothscale_pod_busy_ratio"
+INPUT_LAG_METRIC: Final = "smoothscale_task_input_lag"
 # Reported by the Kafka Streams bridge only (`bridge/smoothscale-streams`): rebalances its assignor led
 # without following the plan as published, by reason (a counter: samples end in `_total`), those it led
 # with the plan except for the actives of pods gone from the group, which ran where their most caught-up

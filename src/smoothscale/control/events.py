@@ -33,7 +33,7 @@ class AppEvent:
     message: str
 
 
-def _listing(items: Sequence[str]) -> str:
+def listing(items: Sequence[str]) -> str:
     shown = ", ".join(items[:_LISTED])
     more = len(items) - _LISTED
     return f"{shown} and {more} more" if more > 0 else shown
@@ -78,7 +78,7 @@ def pod_set_events(plan: PodSetPlan, app: str) -> list[AppEvent]:
     ]
     if plan.create:
         pods = [f"{app}-{ordinal}" for ordinal in plan.create]
-        events.append(AppEvent(normal, "PodsCreated", f"created {_listing(pods)}"))
+        events.append(AppEvent(normal, "PodsCreated", f"created {listing(pods)}"))
     return events
 
 
@@ -111,19 +111,17 @@ def publication_event(before: Publication, after: Publication) -> AppEvent:
     steps = []
     reason = "AssignmentPublished"
     if started:
-        steps.append(f"warmups started: {_listing(started)}")
+        steps.append(f"warmups started: {listing(started)}")
         reason = "WarmupsStarted"
     if placed:
-        steps.append(f"placed {_listing([f'{t} on {owners_after[t]}' for t in placed])}")
+        steps.append(f"placed {listing([f'{t} on {owners_after[t]}' for t in placed])}")
         reason = "TasksPlaced"
     if revoked:
-        steps.append(f"revoked {_listing([f'{t} from {after.revoking[t].owner}' for t in revoked])}")
+        steps.append(f"revoked {listing([f'{t} from {after.revoking[t].owner}' for t in revoked])}")
         reason = "HandOverStarted"
     if handed or moved:
         tasks = sorted(set(handed) | set(moved))
-        steps.append(
-            f"now active on their new pods: {_listing([f'{t} on {owners_after[t]}' for t in tasks])}"
-        )
+        steps.append(f"now active on their new pods: {listing([f'{t} on {owners_after[t]}' for t in tasks])}")
         reason = "TasksMoved"
     detail = "; ".join(steps) if steps else "standbys and warmups updated"
     return AppEvent(EventType.NORMAL, reason, f"generation {after.generation}: {detail}")
@@ -160,9 +158,9 @@ def rack_unknown_message(unknown: RackUnknown) -> str:
     """Which pods and tasks the plan placed without rack awareness, and why."""
     parts = []
     if unknown.pods:
-        parts.append(f"pods without a zone (their node has no {ZONE_LABEL} label): {_listing(unknown.pods)}")
+        parts.append(f"pods without a zone (their node has no {ZONE_LABEL} label): {listing(unknown.pods)}")
     if unknown.tasks:
-        parts.append(f"tasks reading partitions whose replicas' racks are unknown: {_listing(unknown.tasks)}")
+        parts.append(f"tasks reading partitions whose replicas' racks are unknown: {listing(unknown.tasks)}")
     return "rack awareness is off for " + "; ".join(parts)
 
 

@@ -10,7 +10,8 @@ stable.
 
 It never plans on missing data: when a pod that holds tasks in the published generation cannot be scraped,
 planning is held (its tasks are neither promoted elsewhere nor moved), while hand-overs already decided go on
-(`planning.decide_planning` puts these together for one round).
+(`planning.decide_planning` puts these together for one round), until the pod's lease expires: the round then
+plans without it (`failover`).
 """
 
 from __future__ import annotations

@@ -24,14 +24,17 @@ from ..resource import (
     LagStatus,
     LearnedSubtopologyStatus,
     LeavingPod,
+    MigrationProgress,
     Phase,
     ProbingStatus,
     StreamsAppStatus,
+    WarmupProgress,
 )
 from . import names
 from .events import rack_unknown_message
 from .observed import LearnedSubtopology, PodMetrics, ScrapeFailure, ScrapeResult
 from .pods import PodInfo, leaving_since
+from .progress import Progress
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,8 @@ class StatusInput:
     """How `spec.topology` differs from the reported topology (`learnedtopology.topology_differences`)."""
     streams_assignor: StreamsAssignorCheck | None = None
     """None: the app runs the classic protocol (no StreamsAssignorMissing condition)."""
+    progress: Progress | None = None
+    """The migration in progress (`progress.RestoreMeter.estimate`); None while no task moves."""
 
 
 def build_status(given: StatusInput) -> StreamsAppStatus:
@@ -185,6 +190,7 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
             )
             for sub in given.topology or ()
         ],
+        progress=_progress(given.progress),
     )
 
 
@@ -333,6 +339,41 @@ def _probing(plan: PlanOutcome | None) -> ProbingStatus | None:
     if plan is None or plan.stable or plan.next_probe is None:
         return None
     return ProbingStatus(next_probe_time=plan.next_probe, reason=plan.probe_reason)
+
+
+def _progress(progress: Progress | None) -> MigrationProgress | None:
+    if progress is None:
+        return None
+    return MigrationProgress(
+        start_time=progress.started,
+        percent=progress.percent,
+        copies_warming=len(progress.warming),
+        tasks_queued=progress.queued,
+        actives_restoring=progress.restoring,
+        handovers_pending=progress.revoking,
+        records_restored=progress.records_restored,
+        records_left=progress.records_left,
+        estimated_completion_time=_second(progress.eta),
+        first_estimated_completion_time=_second(progress.first_eta),
+        warmups=[
+            WarmupProgress(
+                task=copy.task,
+                pod=copy.pod,
+                records_left=copy.records_left,
+                restore_rate=None if copy.rate is None else round(copy.rate, 1),
+                estimated_completion_time=_second(copy.eta),
+            )
+            for copy in progress.warming
+        ],
+    )
+
+
+def _second(moment: datetime | None) -> datetime | None:
+    """To the nearest whole second, as status writes it (a status that changed only below a second is not
+    written again)."""
+    if moment is None:
+        return None
+    return (moment + timedelta(microseconds=500_000)).replace(microsecond=0)
 
 
 def active_lag(published: Publication, results: Mapping[str, ScrapeResult]) -> tuple[int, int]:

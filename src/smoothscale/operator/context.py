@@ -35,7 +35,11 @@ class OperatorContext:
         self.metrics = OperatorMetrics()
         self.journal = Journal(stdout=config.journal_stdout, path=config.journal_file, clock=self.clock)
         self.scraper = Scraper(timeout=config.scrape_timeout)
-        self.api = KubeClient(self.connection, timeout=config.api_timeout)
+        self.api = KubeClient(
+            self.connection,
+            timeout=config.api_timeout,
+            on_error=lambda verb: self.metrics.api_errors.labels(verb).inc(),
+        )
         self.apps = AppRegistry()
         self.metrics_port: int | None = None
         self._connection: kopf.ConnectionInfo | None = None

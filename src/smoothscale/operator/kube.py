@@ -61,8 +61,17 @@ class KubeClient:
     in again, e.g. when a token expires). Only the requests `access.CLIENT_ACCESS` declares are sent: the
     Helm chart's RBAC is derived from that table."""
 
-    def __init__(self, connection: Callable[[], kopf.ConnectionInfo], *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        connection: Callable[[], kopf.ConnectionInfo],
+        *,
+        timeout: float = 30.0,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        """`on_error(verb)`: told of each request that failed (an error status other than not found and
+        conflict, which are answers, or no answer at all): the operator counts them."""
         self._connection = connection
+        self._on_error = on_error
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         self._session_for: kopf.ConnectionInfo | None = None
@@ -102,13 +111,20 @@ class KubeClient:
             headers["Content-Type"] = content_type
             data = json.dumps(body)
         url = info.server.rstrip("/") + path
-        async with session.request(method, url, params=params, data=data, headers=headers) as response:
-            text = await response.text()
-            payload = _json(text)
-            if response.status >= 400:
-                reason = str(payload.get("reason") or response.reason or "Failure")
-                raise KubeError(response.status, reason, str(payload.get("message") or text[:500]))
-            return payload
+        try:
+            async with session.request(method, url, params=params, data=data, headers=headers) as response:
+                text = await response.text()
+                payload = _json(text)
+                if response.status >= 400:
+                    reason = str(payload.get("reason") or response.reason or "Failure")
+                    raise KubeError(response.status, reason, str(payload.get("message") or text[:500]))
+                return payload
+        except (KubeError, aiohttp.ClientError, TimeoutError) as error:
+            if self._on_error is not None and not (
+                isinstance(error, KubeError) and error.status in (404, 409)
+            ):
+                self._on_error(_VERBS[method])
+            raise
 
     async def _session_of(self, info: kopf.ConnectionInfo) -> aiohttp.ClientSession:
         if self._session is not None and self._session_for is info:
@@ -126,6 +142,9 @@ class KubeClient:
     def _ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext | bool:
         """kopf's own TLS setup (CA, client certificate, `insecure`) for https; none for plain http."""
         return info.as_ssl_context() if info.server.startswith("https") else False
+
+
+_VERBS = {"GET": "get", "POST": "create", "PATCH": "patch", "DELETE": "delete"}
 
 
 def _json(text: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Carrying out the pod-set decisions (`scaling.PodSetPlan`) through the API.
 
 Every step is idempotent, because the operator may die between any two of them and run the same decision
-again: a name already taken means the pod or claim is there (409), a pod or claim already gone is fine (404).
+again: a name already taken means the pod is there (409; a claim's is read back, `_create_claim`), a pod or
+claim already gone is fine (404).
 """
 
 from __future__ import annotations
@@ -83,10 +84,40 @@ class PodSetActions:
         the pod."""
         claim = build_state_claim(self.app, spec, ordinal)
         if claim is not None:
-            await self._create(core_path(self.app.namespace, "persistentvolumeclaims"), claim)
+            await self._create_claim(claim)
         pod = build_pod(self.app, spec, ordinal, revision)
         await self._create(core_path(self.app.namespace, "pods"), pod)
         self.report.scaling("create", pod["metadata"]["name"], "MissingPod")
+
+    async def _create_claim(self, claim: Mapping[str, Any]) -> None:
+        """Create the claim, or make sure it stands: the pod is created only then. A 409 alone proves
+        nothing: the name may be held by a claim still being deleted (a scale-in deleted it, and its
+        `kubernetes.io/pvc-protection` finalizer keeps it while the pod that used it runs), which then goes.
+        A pod created meanwhile would stay Pending for good (its claim never comes), never ready, taking part
+        in no plan while it counts toward `replicas` (issue 40: two pods of a chaos run held no task for
+        minutes). So after a 409 the claim is read back: gone meanwhile, it is created again; being deleted,
+        this round fails (`ClaimTerminating`) and the next one tries again."""
+        path = core_path(self.app.namespace, "persistentvolumeclaims")
+        try:
+            await self.api.create(path, claim)
+            return
+        except KubeError as error:
+            if not error.conflict:
+                raise
+        name = claim["metadata"]["name"]
+        try:
+            found = await self.api.get(core_path(self.app.namespace, "persistentvolumeclaims", name))
+        except KubeError as error:
+            if not error.not_found:
+                raise
+            await self.api.create(path, claim)
+            return
+        if found.get("metadata", {}).get("deletionTimestamp"):
+            raise KubeError(
+                409,
+                "ClaimTerminating",
+                f"claim {name} is still being deleted: its pod waits until it is gone",
+            )
 
     async def _create(self, path: str, body: Mapping[str, Any]) -> None:
         try:

@@ -5,7 +5,7 @@
    has arrived since it was sent and the operator has changed none of them, for at most `pods_recheck`), the
    nodes' zones, every running pod's metrics, Kafka's facts, and the publication in force (re-read after a
    restart, a conflicting write, and every `assignment_recheck`);
-2. step: `control.round.step` decides everything (pod set, planning, the next generation, status, Events,
+2. step: `control.step.step` decides everything (pod set, planning, the next generation, status, Events,
    journal records) from that observation and the app's one memory value, and returns the next memory; the
    planner runs in a thread, so the event loop goes on serving the other apps;
 3. act: the pod-set steps (`podactions`), then the next generation, written conditionally on the
@@ -13,11 +13,11 @@
 4. report (`reporting`): Events, journal, metrics, status.
 
 Between rounds, while a hand-over waits for old owners to acknowledge a revocation, `poll_handover` scrapes
-only those pods and publishes the next generation as soon as they have (`control.round.poll`, on the
+only those pods and publishes the next generation as soon as they have (`control.step.poll`, on the
 hand-over's `control.handover.HandOverWait`): a moved task starts on its new pod a poll interval after its
 old pod stopped it, not at the next round.
 
-What the reconciler keeps between rounds: the app's one memory value (`control.round.RoundMemory`, every
+What the reconciler keeps between rounds: the app's one memory value (`control.step.RoundMemory`, every
 decision's state, replaced by each step, poll and publication), and what the API server holds, as last read
 (`ConfigMapRead`: the publication in force with its resourceVersion, or why it is unreadable; a cache of I/O
 that decides nothing: the step is given what it holds), the parse of the spec as last read (`_SpecRead`,
@@ -38,16 +38,17 @@ from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import names
-from smoothscale.control import round as core_round
+from smoothscale.control import names, scrapecadence
+from smoothscale.control import step as control_step
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
-from smoothscale.control.round import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
-from smoothscale.control.round import Observation as Observed
 from smoothscale.control.status import Problem
+from smoothscale.control.step import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
+from smoothscale.control.step import Observation as Observed
 from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
 
 from .appref import AppRef
+from .autoscaling import AppAutoscaling
 from .context import OperatorContext
 from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
@@ -56,6 +57,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
+from .roundmetrics import RoundMetrics
 from .scrape import metrics_url
 
 
@@ -115,9 +117,13 @@ class AppReconciler:
         self.app = app
         self.ctx = context
         self.report = AppReporter(app, context, lambda: self.publication.generation)
+        self.round_metrics = RoundMetrics(context.metrics, app)
         self.actions = PodSetActions(app, context.api, self.report)
         self.kafka = KafkaObserver(app, context.api, context.clock)
-        self.config = RoundConfig(startup_grace=context.config.startup_grace)
+        self.autoscaling = AppAutoscaling(app, context, self.report)
+        self.config = RoundConfig(
+            startup_grace=context.config.startup_grace, round_interval=context.config.scrape_interval
+        )
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
         self.pods_recheck = timedelta(seconds=context.config.pods_recheck)
@@ -126,6 +132,11 @@ class AppReconciler:
         self._pod_events = 0
         self._pods_read: _PodsRead | None = None
         self._urls: tuple[tuple[PodInfo, ...], MetricsSpec, Mapping[str, str]] | None = None
+        self.cadence = scrapecadence.ScrapeCadence(
+            context.config.scrape_interval, context.config.steady_scrape_interval
+        )
+        self._reads: Mapping[str, ScrapeResult] = {}
+        self._read_at: Mapping[str, float] = {}
 
     @property
     def published(self) -> Published | None:
@@ -145,21 +156,25 @@ class AppReconciler:
         self._report_decisions(observed, decisions, duration)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
-        if decisions.status is not None:
-            await self.report.write_status(decisions.status, observed.now)
+        self.round_metrics.round(
+            decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
+        )
+        status = await self.autoscaling.round(observed, self.memory, decisions)
+        if status is not None:
+            await self.report.write_status(status, observed.now)
 
     async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, float]:
         """The core's step, on the event loop; when it wants a plan, the planner runs in a thread (planning
         is CPU work: the loop goes on serving the other apps) and the step runs again with that plan. The
         step is pure, so running it twice on the same inputs decides the same."""
         try:
-            decisions, memory = core_round.step(self.memory, observed, self.config, _defer)
+            decisions, memory = control_step.step(self.memory, observed, self.config, _defer)
             return decisions, memory, 0.0
         except _PlanWanted as wanted:
             started = time.perf_counter()
             plan = await asyncio.to_thread(make_plan, wanted.snapshot)
             duration = time.perf_counter() - started
-        decisions, memory = core_round.step(self.memory, observed, self.config, lambda _: plan)
+        decisions, memory = control_step.step(self.memory, observed, self.config, lambda _: plan)
         return decisions, memory, duration
 
     def pods_changed(self) -> None:
@@ -187,8 +202,8 @@ class AppReconciler:
         read = self.configmap
         if read is None or read.published is None or now - read.at >= self.recheck:
             read = self.configmap = await self._load(now)
-        working = core_round.working_spec(self.memory, spec)
-        topology = core_round.kafka_topology(self.memory, spec, self.app.name)
+        working = control_step.working_spec(self.memory, spec)
+        topology = control_step.kafka_topology(self.memory, spec, self.app.name)
         self.report.post(self.kafka.poll(topology, self.publication))
         facts = self.kafka.facts
         urls: Mapping[str, str] = {}
@@ -202,7 +217,7 @@ class AppReconciler:
                 )
         elif working is not None:
             urls = self._metrics_urls(pods, working.metrics)
-            results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)
+            results = await self._scrape(urls, working.metrics, control_step.steady(self.memory, spec, pods))
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observed(
@@ -230,6 +245,21 @@ class AppReconciler:
             ),
             urls=urls,
         )
+
+    async def _scrape(
+        self, urls: Mapping[str, str], metrics: MetricsSpec, steady: bool
+    ) -> Mapping[str, ScrapeResult]:
+        """Every pod's latest read: the pods due (`scrapecadence`: all of them unless the app is steady) read
+        now, the others' last reads kept."""
+        clock = time.monotonic()
+        due = scrapecadence.due(urls, self._read_at, clock, steady=steady, cadence=self.cadence)
+        if due or self._reads.keys() != urls.keys():  # a pod gone keeps no read
+            fresh = await self.ctx.scraper.scrape_all(
+                urls if len(due) == len(urls) else {pod: urls[pod] for pod in due}, metrics.names
+            )
+            self._reads = {pod: fresh[pod] if pod in due else self._reads[pod] for pod in urls}
+            self._read_at = {pod: clock if pod in due else self._read_at[pod] for pod in urls}
+        return self._reads
 
     def _read_spec(self, raw: Mapping[str, Any]) -> tuple[StreamsAppSpec | None, tuple[str, ...] | None, str]:
         """The spec (None when invalid), its problems, its template's revision; parsed again only when the
@@ -331,7 +361,7 @@ class AppReconciler:
 
     async def poll_handover(self) -> None:
         """Between rounds: scrape the pods a pending hand-over waits on (and only those); the core decides
-        who has acknowledged and what to publish (`control.round.poll`)."""
+        who has acknowledged and what to publish (`control.step.poll`)."""
         waits = self.memory.waits
         awaited = waits.awaited(self.publication)
         spec = self.memory.last_good
@@ -342,7 +372,7 @@ class AppReconciler:
         )
         self.ctx.metrics.handover_polls.labels(self.app.namespace, self.app.name).inc(len(results))
         generations = {pod: r.generation if isinstance(r, PodMetrics) else None for pod, r in results.items()}
-        polled = core_round.poll(self.memory, self.publication, generations)
+        polled = control_step.poll(self.memory, self.publication, generations)
         self.memory = polled.memory
         if polled.acknowledged:
             self.report.journal(
@@ -368,7 +398,7 @@ class AppReconciler:
             if error.conflict or error.not_found:
                 self.configmap = None  # someone else wrote or deleted it: read it again next round
             raise
-        self.memory = core_round.after_publishing(self.memory, self.ctx.clock())
+        self.memory = control_step.after_publishing(self.memory, self.ctx.clock())
         self.report.publication(read.published.publication, candidate, self.memory.desired or {})
 
 

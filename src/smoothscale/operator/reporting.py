@@ -38,6 +38,8 @@ class AppReporter:
         self._status_unchanged: StreamsAppStatus | None = None
         """The last status found equal to the one written (a steady app's rounds repeat the same value)."""
         self._gauges: tuple[int, int, int, int] | None = None
+        self._revoked_at: dict[str, datetime] = {}
+        """When each task being revoked was (the hand-over's pause, revocation to new owner, is a metric)."""
         self._gauged: tuple[Publication, Sequence[PodInfo]] | None = None
         """The publication and pods the gauges were last computed from (a steady round repeats both)."""
 
@@ -76,15 +78,21 @@ class AppReporter:
         event = ev.publication_event(before, after)
         self.post([event])
         self.ctx.metrics.publications.labels(*self._labels).inc()
+        now = self.ctx.clock()
         for task in sorted(set(after.revoking) - set(before.revoking)):
             target = next((pod for pod, roles in desired.items() if task in roles.active), None)
             self._handover(task, "revoked", after.revoking[task].owner, target)
+            self._revoked_at[task] = now
         owners = after.active_owner()
         moves = []
         for task, revocation in sorted(before.revoking.items()):
             if task in owners:
                 moves.append({"task": task, "from": revocation.owner, "to": owners[task]})
                 self._handover(task, "completed", revocation.owner, owners[task])
+                revoked = self._revoked_at.pop(task, None)
+                if revoked is not None:
+                    pause = (now - revoked).total_seconds()
+                    self.ctx.metrics.handover_pause.labels(*self._labels).observe(pause)
         self.journal(
             "publication",
             reason=event.reason,

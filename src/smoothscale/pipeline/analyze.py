@@ -47,8 +47,8 @@ def _log_incidents(spark: SparkSession, inputs: AnalyzeInputs) -> tuple[DataFram
     # the patterns then run on those few lines only.
     screen = log_lines.screened(F.col("value"))
     split_table, kept = splits_and_kept(log_lines.with_shape(lines), screen, *log_lines.split_tallies())
-    recognised = log_lines.with_shape(log_lines.with_pattern(kept).where(F.col("pattern").isNotNull()))
-    return log_lines.incidents(recognised, inputs.default_date), split_table
+    classified = log_lines.with_shape(log_lines.with_pattern(kept))
+    return log_lines.incidents(classified, inputs.default_date), split_table
 
 
 def _journal(spark: SparkSession, inputs: AnalyzeInputs) -> DataFrame:

@@ -449,15 +449,18 @@ def unstable(table: DataFrame, incidents: DataFrame, limits: Thresholds) -> Data
 
 def deduplicate(findings: DataFrame, window_s: float, repeat_s: float | None = None) -> DataFrame:
     """One row per incident: findings of one group, kind and key whose times are less than `window_s`
-    apart (`repeat_s` for the REPEATING kinds; measured from the end of the incident so far) are merged;
-    `occurrences` counts them."""
+    apart (`repeat_s` for the REPEATING kinds; measured from the end of the incident so far) are merged,
+    and so are those without a time; `occurrences` counts them."""
     order = Window.partitionBy("group", "kind", "key").orderBy("ts", "end_ts")
     so_far = F.max("end_ts").over(order.rowsBetween(Window.unboundedPreceding, -1))
     window = F.when(F.col("kind").isin(*REPEATING), F.lit(repeat_s or window_s)).otherwise(F.lit(window_s))
     starts = F.when(so_far.isNull() | (seconds_between(so_far, F.col("ts")) > window), 1).otherwise(0)
-    numbered = findings.where(F.col("ts").isNotNull()).withColumn("starts", starts)
-    numbered = numbered.withColumn(
-        "incident", F.sum("starts").over(order.rowsBetween(Window.unboundedPreceding, 0))
+    # Findings of lines without any time (an excerpt pasted without stamps) are one incident per key.
+    numbered = findings.withColumn("starts", starts).withColumn(
+        "incident",
+        F.when(F.col("ts").isNull(), F.lit(0)).otherwise(
+            F.sum("starts").over(order.rowsBetween(Window.unboundedPreceding, 0))
+        ),
     )
     by_time = F.array_sort(F.collect_list(F.struct("ts", "detail", "members", "evidence")))
     return numbered.groupBy("group", "kind", "key", "incident").agg(
@@ -515,7 +518,10 @@ def diagnose(
         assignment_store_failure=limits.store_failure_min,
         slack_s=limits.fold_slack_s,
     )
-    found = incident_folding.one_per_incident(rows, least)
+    # Incidents without a time (lines pasted without stamps) cannot be folded by time: they stay as found.
+    untimed = [row for row in rows if row["ts"] is None]
+    found = incident_folding.one_per_incident([row for row in rows if row["ts"] is not None], least)
+    found += incident_folding.repeated_enough(untimed, least)
     return incidents.sparkSession.createDataFrame(
         [tuple(r[c] for c in COLUMNS) for r in found], SCHEMA
     ).orderBy("group", "ts", "kind")

@@ -13,7 +13,10 @@ deployment to the next:
 - lines indented by whatever printed them (a README, a wrapper script);
 - container prefixes: `kubectl logs --prefix` (`[pod/name/container] `), `kubectl logs --timestamps` and
   the kubelet's CRI files (`2026-11-21T11:08:54.694123456Z stdout F `), docker's json-file (`{"log": ...,
-  "time": ...}`).
+  "time": ...}`), and `grep -n`'s line number (`20591:[2020-06-29 19:49:14,212] INFO ...`);
+- `java.util.Date`'s own text (`Wed Feb 10 22:14:31 GMT 2021 <message>`, as applications print it);
+- java.util.logging's two-line records: `Jul 17, 2026 1:50:29 PM <class> <method>`, then `INFO: <message>`
+  (the message line takes the time of the header just before it: `log_lines.record_time`).
 The line's own stamp wins over a container's (it is the application's clock); a zone, when written, is
 honoured (times are UTC in the tables), and a stamp without zone is taken as UTC.
 
@@ -28,10 +31,14 @@ from pyspark.sql import functions as F
 
 # A Kafka Streams process id; the tail of a member id.
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-# kubectl's --prefix, then a container runtime's own stamp (CRI adds the stream and a partial-line flag).
+# `grep -n`'s line number: digits and a colon before a bracketed or dated stamp (never a time of day's hours).
+GREP_PREFIX = r"(?:\d+:(?=\[|\d{4}-))?"
+# kubectl's --prefix, grep's line number, then a container runtime's own stamp (CRI adds the stream and a
+# partial-line flag).
 CONTAINER_PREFIX = (
     r"^\s*(?:\[pod/[^\]\s]*\]\s+)?"
-    r"(?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))\s+"
+    + GREP_PREFIX
+    + r"(?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))\s+"
     r"(?:(?:stdout|stderr)\s+[FP]\s+)?)?"
 )
 # The stamp a layout starts the line with: optional bracket, optional date, time, fraction, zone.
@@ -39,10 +46,18 @@ STAMP = (
     r"^\s*\[?(?:(\d{4}-\d{2}-\d{2})[ T])?(\d{2}:\d{2}:\d{2})(?:[,.](\d{1,9}))?"
     r"(?:\s?(Z|[+-]\d{2}:?\d{2})(?![\d:]))?\]?"
 )
+# `java.util.Date.toString()`: weekday, month, day, time, zone, year. Groups: month, day, time, year.
+JAVA_DATE = (
+    r"^\s*(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}:\d{2}:\d{2}) \S+ (\d{4})\b"
+)
+# java.util.logging's SimpleFormatter header: `Jul 17, 2026 1:50:29 PM <class> <method>`. Group: the time.
+JUL_HEADER = r"^\s*([A-Z][a-z]{2} \d{1,2}, \d{4} \d{1,2}:\d{2}:\d{2} [AP]M) \S"
 # Any line a log layout wrote: a stamp (after container prefixes), or a JSON object with a time field.
 LOG_LINE = (
-    r"^\s*(?:\[pod/[^\]\s]*\]\s+)?(?:\{.*\"(?:@timestamp|timestamp|time|timeMillis)\"\s*:"
-    r"|\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2})"
+    r"^\s*(?:\[pod/[^\]\s]*\]\s+)?" + GREP_PREFIX + r"(?:\{.*\"(?:@timestamp|timestamp|time|timeMillis)\"\s*:"
+    r"|\[?(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}"
+    r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} "
+    r"|[A-Z][a-z]{2} \d{1,2}, \d{4} \d{1,2}:\d{2}:\d{2} [AP]M )"
 )
 # The rest of a multi-line record: stack frames, causes, indented continuations, a closing brace, the
 # Streams assignor's lines (`<process uuid>=[activeTasks: ...]` per node, `and stateless tasks: [...]`), and
@@ -96,6 +111,19 @@ def _stamp_text(text: Column, default_date: str) -> Column:
     )
 
 
+def _java_date(text: Column) -> Column:
+    """A `java.util.Date.toString()` stamp at the start of `text` (its zone name is not read: UTC)."""
+    parts = [F.regexp_extract(text, JAVA_DATE, group) for group in (4, 1, 2, 3)]
+    spelled = F.concat_ws(" ", *parts)
+    return F.when(text.rlike(JAVA_DATE), F.try_to_timestamp(spelled, F.lit("yyyy MMM d HH:mm:ss")))
+
+
+def jul_header_time(value: Column) -> Column:
+    """The time of a java.util.logging header line (null for any other line)."""
+    spelled = F.regexp_extract(value, JUL_HEADER, 1)
+    return F.when(spelled != "", F.try_to_timestamp(spelled, F.lit("MMM d, yyyy h:mm:ss a")))
+
+
 def timestamp(value: Column, default_date: str) -> Column:
     """When the line was written: its own stamp, else a JSON layout's time field, else the container's."""
     bare = F.regexp_replace(value, CONTAINER_PREFIX, "")
@@ -108,7 +136,8 @@ def timestamp(value: Column, default_date: str) -> Column:
         ),
     )
     container = F.nullif(F.regexp_extract(value, CONTAINER_PREFIX, 1), F.lit(""))
-    return F.coalesce(_stamp_text(inner, default_date), json_time, container).cast("timestamp")
+    own = F.coalesce(_stamp_text(inner, default_date), json_time, container).cast("timestamp")
+    return F.coalesce(own, _java_date(inner), jul_header_time(inner))
 
 
 def shape(value: Column) -> dict[str, Column]:

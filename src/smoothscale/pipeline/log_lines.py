@@ -114,6 +114,12 @@ PATTERNS: tuple[LinePattern, ...] = (
         ("member", "group"),
     ),
     LinePattern(
+        "heartbeat-expired",  # the same, as pasted with the group's name redacted or run into `group`
+        "has failed, removing it from the group",
+        r"[Mm]ember (\S+) in group ?(\S+?) has failed, removing it from the group",
+        ("member", "group"),
+    ),
+    LinePattern(
         "heartbeat-expired",
         "has been removed after session timeout expiration",
         r"Pending member (\S+) in group (\S+) has been removed after session timeout expiration",
@@ -169,6 +175,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "heartbeat to leave due to expired poll timer",
         _CLIENT + r".*?heartbeat to leave due to (expired poll timer)",
         ("member", "group", "reason"),
+    ),
+    LinePattern(
+        "poll-timeout",  # the member's own line, quoted without the consumer's prefix
+        "oll timeout has expired",
+        r"(?:^|\s)Member (\S+) sending LeaveGroup request to coordinator .*? due to ([Cc]onsumer poll timeout"
+        r" has expired)",
+        ("member", "reason"),
     ),
     LinePattern(
         "leave-group",
@@ -231,6 +244,20 @@ PATTERNS: tuple[LinePattern, ...] = (
         "coordinator-found",
         "Discovered group coordinator",
         _CLIENT + r".*?Discovered group coordinator",
+        ("member", "group"),
+    ),
+    # Before 2.0 the coordinator's lines named the group at their end, not the client: the consumer is
+    # named by its group (one per file, as these logs are an application's own).
+    LinePattern(
+        "coordinator-lost",
+        "dead for group",
+        r"Marking the coordinator .*? dead for group ((\S+?))\.?\s*$",
+        ("member", "group"),
+    ),
+    LinePattern(
+        "coordinator-found",
+        "Discovered coordinator",
+        r"Discovered coordinator .*? for group ((\S+?))\.?\s*$",
         ("member", "group"),
     ),
     LinePattern(
@@ -484,7 +511,7 @@ PATTERNS: tuple[LinePattern, ...] = (
 # words. Each word costs a pass over every line's bytes, so they are few: every line a pattern matches
 # contains one, in its marker or in what its expression requires (a consumer's prefix names its `groupId`,
 # a coordinator's line its group, Streams' fencing lines say the thread "missed a rebalance").
-SCREEN = ("roup", "balance", "exception", "shutdown", "have died", "State transition", ": [")
+SCREEN = ("roup", "balance", "exception", "shutdown", "have died", "State transition", ": [", " PM ", " AM ")
 # A screened line no pattern recognised that still speaks of group membership: counted as unrecognised.
 RELATED = (
     r"(?i)rebalance (?:failed|in progress|timed out)|generation|join(?:ing|ed)? ?group|leavegroup"
@@ -500,18 +527,28 @@ for _pattern in PATTERNS:  # a pattern whose groups and fields disagree would ex
     assert any(word in _pattern.marker or word in _pattern.regex for word in SCREEN), _pattern.marker
 
 
-def _marker_index(value: Column, patterns: Sequence[LinePattern]) -> Column:
-    """The first pattern whose marker the line contains (the order of PATTERNS breaks ties)."""
-    result = F.lit(None).cast("int")
-    for index in reversed(range(len(patterns))):
-        result = F.when(value.contains(patterns[index].marker), F.lit(index)).otherwise(result)
-    return result
+def _sql_string(text: str) -> str:
+    """`text` as a Spark SQL raw string literal (no escapes are read in it)."""
+    for quote in ("'", '"'):
+        if quote not in text:
+            return f"r{quote}{text}{quote}"
+    raise ValueError(f"no quote free for a SQL literal: {text}")
 
 
-def _of_pattern(index: Column, values: Sequence[object]) -> Column:
-    """`values[index]`, per row (one expression whatever the number of patterns: the generated code stays
-    small, and the regular expressions a row needs are compiled once and cached by Spark)."""
-    return F.when(index >= 0, F.element_at(F.array(*[F.lit(v) for v in values]), index + 1))
+def _sql_value(value: object) -> str:
+    if value is None:
+        return "NULL"
+    return _sql_string(value) if isinstance(value, str) else str(value)
+
+
+def _of_pattern(index: str, values: Sequence[object]) -> str:
+    """SQL for `values[index]`, per row (one expression whatever the number of patterns: the generated code
+    stays small, and the regular expressions a row needs are compiled once and cached by Spark). Built as
+    SQL text, so that the JVM parses it in one call instead of a call per literal."""
+    items = ", ".join(
+        "NULL" if v is None else _sql_string(v) if isinstance(v, str) else str(v) for v in values
+    )
+    return f"CASE WHEN {index} >= 0 THEN element_at(array({items}), {index} + 1) END"
 
 
 def _epoch_ms(due: Column) -> Column:
@@ -520,10 +557,11 @@ def _epoch_ms(due: Column) -> Column:
     return F.when(due.rlike(r"^\d+$"), due.cast("long")).otherwise(F.unix_millis(iso.cast("timestamp")))
 
 
-def _field(text: Column, index: Column, name: str) -> Column:
+def _field(index: str, name: str) -> Column:
+    """The field `name` of the line's pattern, from its message (column `message`)."""
     group = _of_pattern(index, [p.fields.index(name) + 1 if name in p.fields else None for p in PATTERNS])
     regex = _of_pattern(index, [p.regex for p in PATTERNS])
-    extracted = F.nullif(F.call_function("regexp_extract", text, regex, group), F.lit(""))
+    extracted = F.expr(f"nullif(regexp_extract(message, {regex}, {group}), '')")
     if name == "scheduled_ms":
         return _epoch_ms(extracted)
     return extracted.cast("long") if name in NUMERIC_FIELDS else extracted
@@ -534,21 +572,29 @@ def screened(value: Column) -> Column:
     return reduce(Column.__or__, [value.contains(word) for word in SCREEN])
 
 
+def _first_match() -> Column:
+    """The index of the first pattern whose marker the line contains and whose expression matches its
+    message (columns `value`, `message`), else null: one SQL expression, each regular expression tried only
+    on the lines that contain its marker."""
+    cases = " ".join(
+        f"WHEN contains(value, {_sql_string(p.marker)}) AND message RLIKE {_sql_string(p.regex)} THEN {i}"
+        for i, p in enumerate(PATTERNS)
+    )
+    return F.expr(f"CASE {cases} END")
+
+
 def with_pattern(lines: DataFrame) -> DataFrame:
-    """`lines` with `pattern`: the index into PATTERNS of the line's pattern (its marker is the first the
-    line contains and its expression matches the message), -1 for an unrecognised line about rebalances,
-    or null."""
+    """`lines` with `message` (`log_layouts.message`) and `pattern`: the index into PATTERNS of the first
+    pattern whose marker the line contains and whose expression matches the message, -1 for an unrecognised
+    line about rebalances, or null."""
     value = F.col("value")
     on_screen = screened(value)
-    candidate = F.when(on_screen, _marker_index(value, PATTERNS))
-    matches = F.call_function(
-        "rlike", log_layouts.message(value), _of_pattern(candidate, [p.regex for p in PATTERNS])
-    )
     # Only log lines count as unrecognised: a stack frame naming a FencedInstanceIdException is not one.
     log_line = value.rlike(log_layouts.LOG_LINE)
     related = on_screen & value.rlike(RELATED) & ~value.contains(UNRELATED) & log_line
-    pattern = F.when(candidate.isNotNull() & matches, candidate).when(related, F.lit(-1))
-    return lines.withColumn("pattern", pattern.cast("int"))
+    with_message = lines.withColumn("message", log_layouts.message(value))
+    pattern = F.when(on_screen, _first_match())
+    return with_message.withColumn("pattern", F.coalesce(pattern, F.when(related, F.lit(-1))).cast("int"))
 
 
 def with_shape(lines: DataFrame) -> DataFrame:
@@ -561,22 +607,37 @@ def with_shape(lines: DataFrame) -> DataFrame:
 def incidents(classified: DataFrame, default_date: str = "1970-01-01") -> DataFrame:
     """One row per line of interest: file, line, ts (null for lines without a stamp, such as the
     participants lines), kind (UNRECOGNISED for lines about rebalances no pattern read), FIELDS, text, and
-    the line's shape (`timestamped`, `continuation`) for the counts."""
+    the line's shape (`timestamped`, `continuation`) for the counts. A line without a stamp of its own
+    takes its record's (`record_time`)."""
     value = F.col("value")
-    text = log_layouts.message(value)
     index = F.col("pattern")
-    kinds = F.create_map(*[item for i, p in enumerate(PATTERNS) for item in (F.lit(i), F.lit(p.kind))])
-    found = classified.where(index.isNotNull()).select(
-        "file",
-        "line",
-        F.when(F.col("timestamped"), log_layouts.timestamp(value, default_date)).alias("ts"),
-        F.coalesce(kinds[index], F.lit(UNRECOGNISED)).alias("kind"),
-        *[_field(text, index, name).alias(name) for name in FIELDS],
-        value.alias("text"),
-        "timestamped",
-        "continuation",
+    kinds = _of_pattern("pattern", [p.kind for p in PATTERNS])
+    stamped = F.when(F.col("timestamped"), log_layouts.timestamp(value, default_date))
+    found = (
+        record_time(classified)
+        .where(index.isNotNull())
+        .select(
+            "file",
+            "line",
+            F.coalesce(stamped, F.col("record_ts")).alias("ts"),
+            F.coalesce(F.expr(kinds), F.lit(UNRECOGNISED)).alias("kind"),
+            *[_field("pattern", name).alias(name) for name in FIELDS],
+            value.alias("text"),
+            "timestamped",
+            "continuation",
+        )
     )
     return _stamped_from_record(found.withColumn("group", _group_of_client(F.col("member"), F.col("group"))))
+
+
+def record_time(kept: DataFrame) -> DataFrame:
+    """`kept` (screened lines, with `pattern`) with `record_ts`: for a line right after a java.util.logging
+    header line (`Jul 17, 2026 1:50:29 PM <class> <method>`, then `INFO: <message>`), the header's time.
+    Header lines pass the screen (`SCREEN`) for this only; they are no incidents."""
+    header = log_layouts.jul_header_time(F.col("value"))
+    previous = Window.partitionBy("file").orderBy("line")
+    before = F.lag(F.struct(F.col("line").alias("at"), header.alias("ts"))).over(previous)
+    return kept.withColumn("record_ts", F.when(before["at"] == F.col("line") - 1, before["ts"]))
 
 
 # How far (in lines) a recognised line without a stamp of its own (an exception an application logged with

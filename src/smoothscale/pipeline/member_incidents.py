@@ -127,8 +127,7 @@ def expirations(incidents: DataFrame) -> DataFrame:
     }
     words = F.create_map(*[F.lit(x) for pair in explained.items() for x in pair])
     found = (
-        incidents.where(F.col("ts").isNotNull())
-        .withColumn("who", client_id(who))
+        incidents.withColumn("who", client_id(who))
         .withColumn("diagnosis", kind)
         .where(F.col("diagnosis").isNotNull() & F.col("who").isNotNull())
     )
@@ -429,9 +428,7 @@ def assignment_store_failures(incidents: DataFrame) -> DataFrame:
 def commit_failures(incidents: DataFrame) -> DataFrame:
     """Commits refused because the group had rebalanced without their member, one finding per line (the
     group's commits close in time are one incident: many threads failing after one rebalance)."""
-    rows = incidents.where(
-        (F.col("kind") == "commit-failed") & _reason_matches(COMMIT_AFTER_REBALANCE) & F.col("ts").isNotNull()
-    )
+    rows = incidents.where((F.col("kind") == "commit-failed") & _reason_matches(COMMIT_AFTER_REBALANCE))
     members = F.array_compact(F.array(client_id(F.col("member"))))
     return finding(rows, "commit-failed", F.col("group"), members, F.col("reason"))
 

@@ -61,7 +61,7 @@ def plot_timeline(
             times, rows = zip(*points, strict=True)
             ax.scatter(times, rows, marker=marker, color=color, label=source, s=22)
     for d in diagnosed:
-        if d["group"] in groups:
+        if d["group"] in groups and d["ts"] is not None:
             ax.axvline(d["ts"], color="tab:red", alpha=0.25, linewidth=1)
     ax.set_yticks(range(len(groups)), groups)
     ax.set_title("rebalances per group (red: a diagnosis)")

@@ -1,10 +1,11 @@
 """The `StreamsApp` resource (Contract 2, docs/architecture.md): models, validation, planner config.
 
-Import from here; the submodules each hold one concern (`spec`, `kafka`, `status`, `kafkastatus`, `app`,
-`validation`, `planner`, `openapi`, `names`, `fields`).
+Import from here; the submodules each hold one concern (`spec`, `autoscaling`, `kafka`, `status`,
+`kafkastatus`, `app`, `validation`, `planner`, `openapi`, `names`, `fields`).
 """
 
 from .app import StreamsApp
+from .autoscaling import AutoscalingMode, AutoscalingSpec, AutoscalingTarget
 from .kafka import GroupProtocol, KafkaSecretRef, KafkaSpec, SaslMechanism, SecurityProtocol
 from .kafkastatus import ChangelogStatus, ConsumerGroupMember, ConsumerGroupStatus, KafkaStatus
 from .planner import (
@@ -39,16 +40,21 @@ from .status import (
     LagStatus,
     LearnedSubtopologyStatus,
     LeavingPod,
+    MigrationProgress,
     Phase,
     ProbingStatus,
     StreamsAppStatus,
+    WarmupProgress,
 )
 from .validation import InvalidSpecError, load_spec, semantic_problems, spec_problems
 
 __all__ = [
     "AssignmentSpec",
     "AssignmentStatus",
+    "AutoscalingMode",
+    "AutoscalingSpec",
     "AutoscalingStatus",
+    "AutoscalingTarget",
     "ChangelogStatus",
     "Condition",
     "ConditionStatus",
@@ -65,6 +71,7 @@ __all__ = [
     "LeavingPod",
     "MetricNames",
     "MetricsSpec",
+    "MigrationProgress",
     "Phase",
     "PodSpecShape",
     "PodTemplate",
@@ -82,6 +89,7 @@ __all__ = [
     "SubtopologySpec",
     "TopologySpec",
     "UpdateStrategy",
+    "WarmupProgress",
     "assignment_spec",
     "input_partition_racks",
     "load_spec",

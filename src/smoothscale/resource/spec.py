@@ -29,6 +29,7 @@ from smoothscale.assignor.models import (
 )
 from smoothscale.contract import names as contract
 
+from .autoscaling import AutoscalingSpec
 from .base import SpecModel
 from .fields import Duration, HttpPath, IntOrPercent, MetricName, Quantity, SubtopologyName, TopicName, Zone
 from .kafka import KafkaSpec
@@ -362,6 +363,12 @@ class StreamsAppSpec(SpecModel):
         None,
         description="The app's Kafka cluster: the operator reads input partitions' racks, changelog end "
         "offsets and the consumer group from it. Absent: Kafka is not read.",
+    )
+    autoscaling: AutoscalingSpec = Field(
+        default_factory=AutoscalingSpec,
+        description="The operator's autoscaler: Recommend (status.autoscaling only, the default) or Act (it "
+        "sets spec.replicas itself), its bounds and its target (docs/autoscaling.md).",
+        json_schema_extra=_EMPTY_SECTION,
     )
 
     def subtopology(self, name: str) -> SubtopologySpec | None:

@@ -24,9 +24,11 @@ __all__ = [
     "ConditionType",
     "LagStatus",
     "LeavingPod",
+    "MigrationProgress",
     "Phase",
     "ProbingStatus",
     "StreamsAppStatus",
+    "WarmupProgress",
 ]
 
 
@@ -44,6 +46,8 @@ class ConditionType(StrEnum):
     ASSIGNOR_FALLBACK = "AssignorFallback"
     TOPOLOGY_MISMATCH = "TopologyMismatch"
     STREAMS_ASSIGNOR_MISSING = "StreamsAssignorMissing"
+    AUTOSCALING = "Autoscaling"
+    """spec.autoscaling.mode Act: True while the operator sets replicas, False beside another autoscaler."""
 
 
 class ConditionStatus(StrEnum):
@@ -128,6 +132,59 @@ class AutoscalingStatus(StatusModel):
     )
 
 
+class WarmupProgress(StatusModel):
+    """One copy warming up during a migration: its state restoring on its new pod before its task moves."""
+
+    task: str = Field(description="The task, e.g. 1_3.")
+    pod: str = Field(description="The pod restoring it.")
+    records_left: int = Field(ge=0, description="Changelog records it still has to restore (the pod's lag).")
+    restore_rate: float | None = Field(
+        None,
+        ge=0,
+        description="Records a second its lag falls by, as measured on its pod; absent until measured.",
+    )
+    estimated_completion_time: Timestamp | None = Field(
+        None, description="When it should have caught up at that rate; absent until a rate is measured."
+    )
+
+
+class MigrationProgress(StatusModel):
+    """A migration in progress (warmups restoring, moves queued behind the warmup cap, hand-overs): how far
+    it is and when it should be done, updated every round."""
+
+    start_time: Timestamp = Field(description="When the operator first found tasks to move.")
+    percent: float = Field(
+        ge=0, le=100, description="Records restored, in percent of the records restored and still to restore."
+    )
+    copies_warming: int = Field(ge=0, description="Warmup copies restoring now.")
+    tasks_queued: int = Field(
+        ge=0, description="Moves toward the plan's target waiting for a warmup slot (maxWarmupReplicas)."
+    )
+    actives_restoring: int = Field(
+        0, ge=0, description="Active copies restoring before they process (moved without a warmup)."
+    )
+    handovers_pending: int = Field(
+        ge=0, description="Revoked tasks waiting for their old owner to stop them."
+    )
+    records_restored: int = Field(ge=0, description="Changelog records the warming copies restored so far.")
+    records_left: int = Field(
+        ge=0, description="Changelog records the warming, queued and restoring copies still have to restore."
+    )
+    estimated_completion_time: Timestamp | None = Field(
+        None,
+        description="When the last task should have moved: the measured restore rates and the warmup cap "
+        "applied to the copies warming, queued and restoring; absent until a restore rate is measured.",
+    )
+    first_estimated_completion_time: Timestamp | None = Field(
+        None, description="The first estimate this migration got (what it promised)."
+    )
+    warmups: list[WarmupProgress] = Field(
+        default_factory=list,
+        description="Each warming copy's progress.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["task", "pod"]},
+    )
+
+
 class LearnedSubtopologyStatus(StatusModel):
     """One subtopology as the app's group leader reported it (Kafka Streams apps, through the bridge)."""
 
@@ -173,6 +230,9 @@ class StreamsAppStatus(StatusModel):
     )
     lag: LagStatus | None = Field(None, description="Processing lag.")
     autoscaling: AutoscalingStatus | None = Field(None, description="Signals for autoscalers.")
+    progress: MigrationProgress | None = Field(
+        None, description="While tasks move: the migration's progress and estimated completion time."
+    )
     kafka: KafkaStatus | None = Field(None, description="What was last read from Kafka (with spec.kafka).")
     topology: list[LearnedSubtopologyStatus] = Field(
         default_factory=list,

@@ -67,6 +67,7 @@ def semantic_problems(spec: StreamsAppSpec) -> list[str]:
         *_rack_problems(spec),
         *_assignment_problems(spec),
         *_scaling_problems(spec),
+        *_autoscaling_problems(spec),
         *_template_problems(spec),
         *_kafka_problems(spec),
     ]
@@ -133,6 +134,15 @@ def _scaling_problems(spec: StreamsAppSpec) -> Iterator[str]:
         yield (
             f"spec.scaling.maxSurge: must allow at least one extra pod when updateStrategy is Swap "
             f"(got {scaling.max_surge!r})"
+        )
+
+
+def _autoscaling_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    autoscaling = spec.autoscaling
+    if autoscaling.max_replicas is not None and autoscaling.min_replicas > autoscaling.max_replicas:
+        yield (
+            f"spec.autoscaling.minReplicas: must not exceed maxReplicas (got {autoscaling.min_replicas} > "
+            f"{autoscaling.max_replicas}); lower minReplicas or raise maxReplicas"
         )
 
 

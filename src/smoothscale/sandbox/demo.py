@@ -19,7 +19,7 @@ from smoothscale.contract import names as contract
 from . import environment as env
 from . import invariants
 from .harness import Sandbox
-from .observe import GroupView, PodReports, PodView, Snapshot, processing_intervals, settle
+from .observe import GroupView, Migration, PodReports, PodView, Snapshot, processing_intervals, settle
 from .records import handovers, longest_gaps
 
 APP = "orders"
@@ -85,6 +85,24 @@ def worker_env(speed: float) -> dict[str, str]:
 
 
 @dataclass
+class MigrationSeen:
+    """One migration as the demo's snapshots saw it in the app's status (epoch seconds): when it started, its
+    records, the first ETA it got (what the timeline marks), each snapshot's (time, percent, ETA), and when
+    the status stopped showing it (None: it had not ended when the step did)."""
+
+    started: float
+    records: int = 0
+    first_eta: float | None = None
+    samples: list[tuple[float, float, float | None]] = field(default_factory=list)
+    ended: float | None = None
+
+    def seen(self, at: float, migration: Migration) -> None:
+        self.records = max(self.records, migration.records)
+        self.first_eta = self.first_eta or migration.first_eta
+        self.samples.append((at, migration.percent, migration.eta))
+
+
+@dataclass
 class StepResult:
     name: str
     description: str
@@ -110,6 +128,8 @@ class StepResult:
     """At the step's end, whether Kafka's view of the group was the published plan (None: not read)."""
     balanced: bool | None = None
     """At the step's end, whether the published actives were balanced over the pods and the zones."""
+    migrations: list[MigrationSeen] = field(default_factory=list)
+    """The migrations the app's status showed during the step, with the ETA of each snapshot."""
 
     @property
     def seconds(self) -> float | None:
@@ -224,6 +244,7 @@ class Walkthrough:
             result.last_generation = snapshot.generation
             result.max_warmups = max(result.max_warmups, snapshot.warmups)
             self._count_fallbacks(snapshot, result, creating=step.creates)
+            _follow_migration(snapshot, result.migrations)
 
         settled = settle(
             self.sandbox,
@@ -315,6 +336,20 @@ class Walkthrough:
         results[-1].violations += invariants.concurrent_processing(records)
 
 
+def _follow_migration(snapshot: Snapshot, migrations: list[MigrationSeen]) -> None:
+    """Add what this snapshot's status shows of the migration in progress (or that it has ended)."""
+    last = migrations[-1] if migrations else None
+    shown = snapshot.migration
+    if last is not None and last.ended is None and (shown is None or shown.started != last.started):
+        last.ended = snapshot.at
+    if shown is None:
+        return
+    if last is None or last.started != shown.started:
+        last = MigrationSeen(shown.started)
+        migrations.append(last)
+    last.seen(snapshot.at, shown)
+
+
 _COLUMNS = f"{'pod':<10} {'zone':<7} {'ready':<5} {'act':>3} {'stb':>3} {'wrm':>3} {'lag':>8} {'gen':>4}"
 
 
@@ -325,6 +360,14 @@ def _row(pod: PodView) -> str:
         f"{pod.name:<10} {pod.zone:<7} {ready:<5} {pod.active:>3} {pod.standby:>3} {pod.warmup:>3} "
         f"{pod.lag:>8} {generation:>4}"
     )
+
+
+def _eta(snapshot: Snapshot) -> str:
+    migration = snapshot.migration
+    if migration is None:
+        return ""
+    left = "?" if migration.eta is None else f"{max(migration.eta - snapshot.at, 0.0):.0f} s"
+    return f" | migration {migration.percent:.0f}%, ETA in {left}"
 
 
 class ProgressView:
@@ -340,7 +383,7 @@ class ProgressView:
         probe = f" | next probe {snapshot.next_probe}" if snapshot.next_probe else ""
         summary = (
             f"generation {snapshot.generation} | ready {snapshot.ready}/{snapshot.replicas} | {state}"
-            f" | warmups {snapshot.warmups} | lag {snapshot.total_lag}{probe}"
+            f" | warmups {snapshot.warmups} | lag {snapshot.total_lag}{_eta(snapshot)}{probe}"
         )
         if self._tty:
             lines = [f"step {number}/{total} {snapshot.step}: {description}", summary, "", _COLUMNS]

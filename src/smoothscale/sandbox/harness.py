@@ -66,7 +66,8 @@ class Sandbox:
     (`kafka_streams.KafkaStreamsCommand`) against that broker; the others run the sample worker. With
     `api_links` too, each of those pods reaches the API server through a link of its own that `api_links.cut`
     can cut (`api_links.ApiLinks`). With `kafka_app` too, those pods run the user's own app instead of the
-    sample (`app_process.AppProcess`).
+    sample (`app_process.AppProcess`). The operator serves its own metrics on 127.0.0.1:`metrics_port` (0: a
+    free port; a Prometheus that scrapes it needs a fixed one).
     """
 
     def __init__(
@@ -85,6 +86,7 @@ class Sandbox:
         kafka_bootstrap: str | None = None,
         api_links: bool = False,
         kafka_app: AppProcess | None = None,
+        metrics_port: int = 0,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
@@ -103,6 +105,7 @@ class Sandbox:
         self._kafka_bootstrap = kafka_bootstrap
         self._api_links = api_links
         self._kafka_app = kafka_app
+        self._metrics_port = metrics_port
         self.api_links: ApiLinks | None = None
         self._emulator_thread: EmulatorThread | None = None
         self._cleanup = contextlib.ExitStack()
@@ -194,7 +197,7 @@ class Sandbox:
             "--scrape-timeout": min(2.0, self._scrape_interval),
             "--debounce": 0.1,
             "--metrics-host": "127.0.0.1",
-            "--metrics-port": 0,
+            "--metrics-port": self._metrics_port,
             "--journal-file": self.journal_file,
         }
         command = [*OPERATOR_COMMAND, *(f"{option}={value}" for option, value in options.items())]

@@ -18,6 +18,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -76,6 +77,8 @@ class Snapshot:
     """Whether this snapshot asked Kafka for its view (a Kafka Streams app)."""
     tasks: tuple[str, ...] = ()
     """Every task of the app, as its topology says."""
+    migration: Migration | None = None
+    """The migration the status shows in progress (`status.progress`), if any."""
 
     @property
     def plan_matches_kafka(self) -> bool | None:
@@ -126,6 +129,34 @@ class Snapshot:
             and self.processing == self.planned_owner
             and set(self.tasks) <= set(self.processing)
         )
+
+
+@dataclass(frozen=True)
+class Migration:
+    """A migration as the app's status shows it (`status.progress`): times in epoch seconds."""
+
+    started: float
+    percent: float
+    records: int
+    """Records restored and left."""
+    eta: float | None
+    first_eta: float | None
+
+    @classmethod
+    def of(cls, progress: Mapping[str, Any] | None) -> Migration | None:
+        if not progress:
+            return None
+        return cls(
+            started=_epoch(progress["startTime"]) or 0.0,
+            percent=float(progress.get("percent") or 0.0),
+            records=int(progress.get("recordsRestored") or 0) + int(progress.get("recordsLeft") or 0),
+            eta=_epoch(progress.get("estimatedCompletionTime")),
+            first_eta=_epoch(progress.get("firstEstimatedCompletionTime")),
+        )
+
+
+def _epoch(timestamp: str | None) -> float | None:
+    return None if not timestamp else datetime.fromisoformat(timestamp).timestamp()
 
 
 GroupView = Callable[[Mapping[str, Any]], Mapping[str, set[str]] | None]
@@ -212,6 +243,7 @@ def observe(
         kafka_view=None if view is None else {pod: frozenset(tasks) for pod, tasks in view.items()},
         kafka_read=group_view is not None,
         tasks=tuple(app_tasks(body)),
+        migration=Migration.of(status.get("progress")),
     )
 
 

@@ -68,8 +68,9 @@ def _yes(value: bool | None) -> str:
 def step_figures(result: StepResult) -> dict[str, Any]:
     """One step's figures for `--json`: seconds to settle (None: never), tasks moved and their hand-overs'
     median and longest unprocessed seconds (None: none moved), the bridge's fallbacks (and by reason) and
-    fail-overs,
-    whether Kafka's view was the plan and the plan balanced at the step's end."""
+    fail-overs, whether Kafka's view was the plan and the plan balanced at the step's end, and each migration
+    the status showed (epoch seconds: start, end, first ETA; each snapshot's time, percent and ETA: what
+    `benchmarks/eta_bench.py --demo` reads)."""
     moved = result.handover_gaps
     return {
         "settled_s": None if result.seconds is None else round(result.seconds, 2),
@@ -83,6 +84,18 @@ def step_figures(result: StepResult) -> dict[str, Any]:
         "plan_matches_kafka": result.plan_matches_kafka,
         "balanced": result.balanced,
         "violations": list(result.violations),
+        "migrations": [
+            {
+                "start": round(m.started, 2),
+                "end": None if m.ended is None else round(m.ended, 2),
+                "records": m.records,
+                "first_eta": None if m.first_eta is None else round(m.first_eta, 2),
+                "samples": [
+                    [round(at, 2), pct, None if eta is None else round(eta, 2)] for at, pct, eta in m.samples
+                ],
+            }
+            for m in result.migrations
+        ],
     }
 
 
@@ -98,6 +111,32 @@ def step_failures(result: StepResult) -> list[str]:
         reasons = ", ".join(f"{reason} x{count}" for reason, count in sorted(result.fallbacks.items()))
         failures.append(f"the bridge fell back ({reasons})")
     return failures
+
+
+def _mark_migrations(axis: Any, results: Sequence[StepResult], start: float) -> None:
+    """On the copies panel, each migration's span as the status showed it, with the ETA first predicted for
+    it (a dotted line) beside its actual end (where the span ends)."""
+    labelled = False
+    for result in results:
+        for migration in result.migrations:
+            if migration.ended is None:
+                continue
+            axis.axvspan(
+                migration.started - start,
+                migration.ended - start,
+                color="tab:green",
+                alpha=0.12,
+                label=None if labelled else "migration (status.progress)",
+            )
+            if migration.first_eta is not None:
+                axis.axvline(
+                    migration.first_eta - start,
+                    color="tab:purple",
+                    linestyle=":",
+                    linewidth=1.5,
+                    label=None if labelled else "ETA first predicted",
+                )
+            labelled = True
 
 
 def timeline_png(timeline: Sequence[Snapshot], results: Sequence[StepResult], path: Path) -> Path:
@@ -119,10 +158,11 @@ def timeline_png(timeline: Sequence[Snapshot], results: Sequence[StepResult], pa
     copies.step(times, [s.warmups for s in timeline], where="post", label="warmups")
     copies.step(times, [sum(p.standby for p in s.pods) for s in timeline], where="post", label="standbys")
     copies.set_ylabel("replicas")
-    copies.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     lag.plot(times, [s.total_lag for s in timeline], color="tab:red")
     lag.set_ylabel("lag (offsets)")
     lag.set_xlabel("seconds")
+    _mark_migrations(copies, results, start)
+    copies.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     for result in results:
         for axis in (actives, copies, lag):
             axis.axvline(result.started - start, color="grey", linestyle="--", linewidth=0.8)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -25,12 +25,13 @@ from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.control.snapshot import ClientObservation
 from smoothscale.simulation import invariants
+from smoothscale.simulation.autoscalers import Action, Autoscaler, AutoscaleRun, load_sample
 from smoothscale.simulation.events import FollowUp, Script
 from smoothscale.simulation.metrics import Recorder, SimulationResult
 from smoothscale.simulation.operator_loop import Operator, PodReport
 from smoothscale.simulation.podset import carry_out
 from smoothscale.simulation.scenario import Event, OperatorRestart, Scenario
-from smoothscale.simulation.state import ACTIVE, STANDBY, Cluster, Pod, Tasks
+from smoothscale.simulation.state import ACTIVE, STANDBY, BoolArray, Cluster, Pod, PodArrays, Tasks
 from smoothscale.simulation.strategies import make_strategy
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -51,6 +52,11 @@ class _Wake:
 
 
 @dataclass(frozen=True, slots=True)
+class _Expiry:
+    """A lease (or session) the operator counts runs out: a round fails the lost pod's tasks over."""
+
+
+@dataclass(frozen=True, slots=True)
 class _EventAt:
     index: int
     event: Event
@@ -62,8 +68,8 @@ class _FollowUpOf:
     action: FollowUp
 
 
-_Happening = _EventAt | _FollowUpOf | _Apply | _Wake
-_ORDER = {_EventAt: 0, _FollowUpOf: 1, _Apply: 2, _Wake: 3}
+_Happening = _EventAt | _FollowUpOf | _Apply | _Wake | _Expiry
+_ORDER = {_EventAt: 0, _FollowUpOf: 1, _Apply: 2, _Wake: 3, _Expiry: 4}
 
 
 @dataclass(order=True, slots=True)
@@ -159,17 +165,46 @@ class Simulation:
             EPOCH,
             scenario.app,
             scaling=scenario.scaling,
+            kafka_rebalances=scenario.runtime == "KafkaStreams",
             startup_grace=scenario.operator.startup_grace_seconds,
+            round_interval=scenario.operator.scrape_interval_seconds,
+            failover=scenario.failover_seconds(),
         )
         config = self.operator.config
-        self.recorder = Recorder(self.cluster, config.acceptable_recovery_lag, config.max_warmup_replicas)
+        self.recorder = Recorder(
+            self.cluster, config.acceptable_recovery_lag, config.max_warmup_replicas, self._owner_down
+        )
+        self._owners_seen: tuple[Publication, PodArrays, BoolArray] | None = None
         self.now = 0.0
         self._queue: list[_Scheduled] = []
         self._seq = itertools.count()
         self._poll_at: float | None = None
         self._next_tick = scenario.operator.scrape_interval_seconds
         self._scripted = 0  # events and follow-ups still to happen
+        self._expiry_at: float | None = None  # the round due when a lease the operator counts runs out
         self._initial_owners: dict[str, str] = {}
+        self.autoscaling: AutoscaleRun | None = None
+
+    def attach_autoscaler(self, autoscaler: Autoscaler, lag_target: float) -> AutoscaleRun:
+        """Let `autoscaler` set `replicas` (every `autoscaler.interval`, at a scrape), as it would through the
+        scale subresource; the run it returns accounts for its actions and figures."""
+        self.autoscaling = AutoscaleRun(autoscaler, lag_target)
+        return self.autoscaling
+
+    def _owner_down(self) -> BoolArray:
+        """Per task: whether the publication in force makes a pod that is down its active owner."""
+        published, pods = self.operator.published, self.cluster.pod_arrays()
+        seen = self._owners_seen
+        if seen is not None and seen[0] is published and seen[1] is pods:
+            return seen[2]
+        cluster = self.cluster
+        down = {p.name for p in cluster.present() if not p.up}
+        mask = np.zeros(len(cluster.tasks.ids), dtype=np.bool_)
+        for task, owner in published.active_owner().items():
+            if owner in down:
+                mask[cluster.task_index[task]] = True
+        self._owners_seen = (published, pods, mask)
+        return mask
 
     # -- scheduling --------------------------------------------------------------------------------
 
@@ -269,6 +304,9 @@ class Simulation:
             self.recorder.follow_up_done(what.index, self.now)
         elif isinstance(what, _Apply):
             self._apply(what)
+        elif isinstance(what, _Expiry):
+            self._expiry_at = None
+            self._round()
         else:
             self._wake(what.scrape, periodic=not what.acknowledged)
 
@@ -306,6 +344,7 @@ class Simulation:
             self._at(self._next_tick, _Wake(scrape=True))
             self._round()
             self.recorder.sample(self.now)
+            self._autoscale()
         else:
             if periodic:
                 self._poll_at = None
@@ -317,6 +356,26 @@ class Simulation:
         if (operator.in_flight() or waiting_for_acks) and self._poll_at is None and poll < self._next_tick:
             self._poll_at = poll
             self._at(poll, _Wake(scrape=False))
+
+    def _autoscale(self) -> None:
+        """The attached autoscaler's evaluation, when due; a change of `replicas` wakes a round."""
+        run = self.autoscaling
+        if run is None:
+            return
+        run.account(self.cluster, self.now)
+        if self.now < run.next_at:
+            return
+        run.next_at = self.now + run.autoscaler.interval
+        spec = self.script.spec
+        migrating = not self.operator.at_rest(self.view, spec)
+        warmups = self.operator.config.max_warmup_replicas
+        wanted = run.autoscaler.evaluate(
+            load_sample(self.cluster, self.now, spec.replicas, warmups, migrating)
+        )
+        if wanted is not None and wanted != spec.replicas:
+            run.actions.append(Action(self.now, spec.replicas, wanted))
+            self.script.spec = replace(spec, replicas=wanted)
+            self._pods_changed()
 
     def _pods_changed(self) -> None:
         """The app or its pods changed: the operator, woken by its watches, runs a round at once."""
@@ -335,6 +394,12 @@ class Simulation:
             reasons[result.plan_reason] = reasons.get(result.plan_reason, 0) + 1
         if result.publication is not None:
             self._publish(result.publication)
+        # Running pods renew their leases (a round always sees it): only a pod that is down can expire.
+        lost = len(self.cluster.up()) < len(self.cluster.present())
+        expiry = self.operator.next_expiry(self.now) if lost else None
+        if expiry is not None and (self._expiry_at is None or expiry < self._expiry_at):
+            self._expiry_at = expiry
+            self._at(expiry, _Expiry())
 
     def _publish(self, publication: Publication) -> None:
         if self.check:
@@ -356,9 +421,12 @@ class Simulation:
             seed=self.seed,
             end_seconds=self.now,
             balanced=balanced,
-            downtime_task_seconds=recorder.restore_downtime + recorder.handover_downtime,
+            downtime_task_seconds=recorder.restore_downtime
+            + recorder.handover_downtime
+            + recorder.failover_downtime,
             restore_downtime_task_seconds=recorder.restore_downtime,
             handover_downtime_task_seconds=recorder.handover_downtime,
+            failover_downtime_task_seconds=recorder.failover_downtime,
             time_to_balance_seconds=took,
             lower_bound_seconds=bound,
             ratio_to_lower_bound=ratio,

@@ -1,11 +1,12 @@
 """The figures of a run: downtime, time to balance against its physical lower bound, traffic, churn, skew.
 
 Downtime is measured in task-seconds: a second during which one task is processed by nobody, because its
-new owner is still restoring it (`restore`) or because no running pod has it active (`handover`: between
-the two generations of a hand-over, or its owner is down). Time to balance runs from an event until the
-operator is at rest again (see `Operator.at_rest`) with every task processing; an event with a follow-up
-(a restart, a zone's return, a host swap's leaving mark) counts from the event, and only after the
-follow-up has happened.
+new owner is still restoring it (`restore`), because the pod the publication makes its owner is down
+(`failover`: until its lease or its Kafka session expires and the task starts elsewhere, or the pod comes
+back), or because no running pod has it active otherwise (`handover`: between the two generations of a
+hand-over). Time to balance runs from an event until the operator is at rest again (see
+`Operator.at_rest`) with every task processing; an event with a follow-up (a restart, a zone's return, a
+host swap's leaving mark) counts from the event, and only after the follow-up has happened.
 
 The lower bound is physical: the state that must move divided by the restore bandwidth that can move it.
 See `lower_bound`.
@@ -17,7 +18,7 @@ there is one, KIP-392; a changelog is assumed to be placed like its task's input
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from smoothscale.contract.publication import ClientAssignment
-from smoothscale.simulation.state import ACTIVE, NONE, Cluster, Pod
+from smoothscale.simulation.state import ACTIVE, NONE, BoolArray, Cluster, Pod
 
 
 class ResultModel(BaseModel):
@@ -68,6 +69,7 @@ class SimulationResult(ResultModel):
     downtime_task_seconds: float
     restore_downtime_task_seconds: float
     handover_downtime_task_seconds: float
+    failover_downtime_task_seconds: float  # its published owner down: the lease or session wait
     time_to_balance_seconds: float | None  # first event to the balance after the last one
     lower_bound_seconds: float | None
     ratio_to_lower_bound: float | None
@@ -185,12 +187,21 @@ class _OpenEvent:
 class Recorder:
     """Integrates the figures over time and tracks each event until the cluster is balanced again."""
 
-    def __init__(self, cluster: Cluster, acceptable_lag: int, max_warmups: int) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        acceptable_lag: int,
+        max_warmups: int,
+        owner_down: Callable[[], BoolArray] | None = None,
+    ) -> None:
+        """`owner_down`: per task, whether the publication in force makes a pod that is down its owner."""
         self.cluster = cluster
+        self.owner_down = owner_down
         self.acceptable_lag = acceptable_lag
         self.max_warmups = max_warmups
         self.restore_downtime = 0.0
         self.handover_downtime = 0.0
+        self.failover_downtime = 0.0
         self.records_restored = 0.0
         self.cross_zone_records = 0.0
         self.generations = 0
@@ -210,7 +221,12 @@ class Recorder:
         idle = ~rates.processing
         restoring_active = rates.owner >= 0
         self.restore_downtime += float(np.count_nonzero(idle & restoring_active)) * seconds
-        self.handover_downtime += float(np.count_nonzero(idle & ~restoring_active)) * seconds
+        ownerless = idle & ~restoring_active
+        if self.owner_down is not None:
+            waiting = ownerless & self.owner_down()
+            self.failover_downtime += float(np.count_nonzero(waiting)) * seconds
+            ownerless &= ~waiting
+        self.handover_downtime += float(np.count_nonzero(ownerless)) * seconds
         zone = cluster.pod_arrays().zone
         restored = rates.restore_rate * seconds
         self.records_restored += float(restored.sum())

@@ -1,6 +1,6 @@
 """The operator in the simulation: an adapter that runs the operator's own round on the simulated cluster.
 
-Every round is the real operator's step (`control.round.step`), on an observation built from what the
+Every round is the real operator's step (`control.step.step`), on an observation built from what the
 simulated cluster shows, as the reconciler builds its own from the API server and the pods' metrics: the
 app's spec (`simulated_spec`: the scenario's topology, planner settings and `scaling`, with the `replicas`
 and template revision the user set), every pod the API lists (a crashed pod, or one in a zone that is down,
@@ -9,7 +9,7 @@ in force, and Kafka's facts (each task's changelog length, its input partitions'
 the pod set (scale-down stabilisation included), whether and what to plan (the planner runs inline), the
 next generation and the status; this module only carries out what it returns, as the reconciler does:
 `podset.py` the pod-set steps, the engine the publication. Between rounds `poll` asks the pods a hand-over
-waits on, as the reconciler's polls do (`control.round.poll`).
+waits on, as the reconciler's polls do (`control.step.poll`).
 
 What the operator remembers is the step's memory (`RoundMemory`). A restart (the drafts' leader crash)
 starts a fresh memory but keeps the publication, which lives in the assignment ConfigMap.
@@ -22,7 +22,7 @@ as it runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -30,15 +30,17 @@ from typing import Protocol
 from smoothscale.assignor.models import Plan, PlannerConfig, Snapshot, Task
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import round as core_round
+from smoothscale.control import step as control_step
+from smoothscale.control.failover import Failover
 from smoothscale.control.handover import is_settled
 from smoothscale.control.names import ordinal_of
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.probing import PlanMemory, fingerprint, holders
-from smoothscale.control.round import KafkaView, Observation, RoundConfig
+from smoothscale.control.progress import Progress
 from smoothscale.control.scaling import PodSetPlan
 from smoothscale.control.snapshot import ClientObservation, observed_clients, task_ids
+from smoothscale.control.step import KafkaView, Observation, RoundConfig
 from smoothscale.resource import (
     PodTemplate,
     Runtime,
@@ -135,6 +137,20 @@ def simulated_spec(
     return spec, kafka
 
 
+def renewals(
+    listed: Sequence[PodReport], running: Mapping[str, PodReport], now: float, lease: float
+) -> dict[str, str]:
+    """Each listed pod's lease renewal token: a running pod renews every third of its lease (the token
+    changes then), a pod that is down renewed last as it went down (a crash renews its incarnation: the
+    operator sees that renewal in its round at the crash, and times the lease from there, as it times the
+    last change of a pod's Lease)."""
+    period = lease / 3
+    return {
+        p.name: f"{p.incarnation}@{now // period:.0f}" if p.name in running else str(p.incarnation)
+        for p in listed
+    }
+
+
 class Operator:
     def __init__(
         self,
@@ -147,11 +163,16 @@ class Operator:
         scaling: ScalingSpec | None = None,
         kafka_rebalances: bool = False,
         startup_grace: float = 0.0,
+        round_interval: float = 0.0,
+        failover: float | None = None,
     ) -> None:
         """`scaling`: the StreamsApp's `spec.scaling` (its defaults when None); `kafka_rebalances`: the pods
         run Kafka Streams (`spec.runtime: KafkaStreams`), whose cooperative rebalance hands tasks over: each
         plan is published in one generation, as the operator does; `startup_grace`: the operator's setting
-        (a scale-out's plan waits that long at most for its new pods to report)."""
+        (a scale-out's plan waits that long at most for its new pods to report); `round_interval`: the
+        scrape interval (a migration's ETA waits for the round that sees a copy caught up); `failover`:
+        seconds after which a lost pod's tasks start elsewhere (its lease, or its Kafka session:
+        `control.failover`; None: never, they wait for it)."""
         self.strategy = strategy
         planned = strategy.planner_config(config)
         self.spec, self.kafka = simulated_spec(
@@ -164,20 +185,25 @@ class Operator:
             catch_up_after=strategy.catch_up_after,
             aim=strategy.gate,
             status=False,
+            round_interval=round_interval,
+            failover=None if failover is None else Failover(failover),
         )
         self.epoch = epoch
         self.app = app
-        self.memory = core_round.initial_memory(epoch)
+        self.memory = control_step.initial_memory(epoch)
         self.published: Publication = EMPTY
         self.plans = 0
         self._wanted: AppSpec | None = None
         self._generation = 0
         """The spec's `metadata.generation`: one more at each change the user makes."""
         self._infos: dict[PodReport, PodInfo] = {}
+        self.progress: list[tuple[float, Progress | None]] = []
+        """Each round's migration progress (simulation seconds) while one runs, and the first round after
+        it (None): what `benchmarks/eta_bench.py` compares with the actual end."""
 
     def restart(self, now: float) -> None:
         """The operator starts again: a fresh memory; the publication is the ConfigMap's."""
-        self.memory = core_round.initial_memory(self._instant(now))
+        self.memory = control_step.initial_memory(self._instant(now))
 
     def _instant(self, seconds: float) -> datetime:
         return self.epoch + timedelta(seconds=seconds)
@@ -218,6 +244,7 @@ class Operator:
             self.spec = self.spec.model_copy(update={"replicas": wanted.replicas})
         listed = view.listed_pods()
         running = {p.name: p for p in view.running_pods()}
+        failover = self.round_config.failover
         results: dict[str, ScrapeResult] = {
             p.name: (
                 PodMetrics(
@@ -244,7 +271,18 @@ class Operator:
             revision=wanted.revision,
             kafka=self.kafka,
             urls={p.name: p.name for p in listed},
+            renewals=None if failover is None else renewals(listed, running, now, failover.seconds),
         )
+
+    def next_expiry(self, now: float) -> float | None:
+        """When the next lease (or session) the operator counts runs out, in simulation seconds (None:
+        none runs, or nothing fails over): a round then fails the pod's tasks over, as the operator's timer
+        (or Kafka's coordinator) does."""
+        failover = self.round_config.failover
+        if failover is None:
+            return None
+        expiry = self.memory.leases.next_expiry(self._instant(now), failover)
+        return None if expiry is None else (expiry - self.epoch).total_seconds()
 
     def clients(self, seen: Observation) -> list[ClientObservation]:
         """The pods that take part in planning, as the step's planning observes them."""
@@ -252,7 +290,7 @@ class Operator:
 
     def snapshot(self, now: float, clients: Sequence[ClientObservation]) -> Snapshot:
         """The planner's input (Contract 1) the step plans on, for these clients."""
-        return core_round.planner_snapshot(
+        return control_step.planner_snapshot(
             self.spec, self._instant(now), clients, self.published, self.memory, self.kafka
         )
 
@@ -262,7 +300,9 @@ class Operator:
         """One round of the operator (a scrape, or a change of the app or its pods that its watches see):
         the step's decisions; a publication it decides is written at once."""
         seen = self.observe(now, view, wanted)
-        decisions, self.memory = core_round.step(self.memory, seen, self.round_config, self._plan)
+        decisions, self.memory = control_step.step(self.memory, seen, self.round_config, self._plan)
+        if decisions.progress is not None or (self.progress and self.progress[-1][1] is not None):
+            self.progress.append((now, decisions.progress))
         if decisions.publish is not None:
             self._written(decisions.publish, seen.now)
         planned = decisions.planned
@@ -276,7 +316,7 @@ class Operator:
             return None
         running = {p.name: p.acked for p in view.running_pods()}
         generations = {pod: g if (g := running.get(pod, -1)) >= 0 else None for pod in awaited}
-        polled = core_round.poll(self.memory, self.published, generations, self.round_config)
+        polled = control_step.poll(self.memory, self.published, generations, self.round_config)
         self.memory = polled.memory
         if polled.publish is not None:
             self._written(polled.publish, self._instant(now))
@@ -288,7 +328,7 @@ class Operator:
 
     def _written(self, publication: Publication, now: datetime) -> None:
         self.published = publication
-        self.memory = core_round.after_publishing(self.memory, now)
+        self.memory = control_step.after_publishing(self.memory, now)
 
     def adopt(self, plan: Plan, publication: Publication, now: float, view: View, wanted: AppSpec) -> None:
         """Start as if this plan had been made and published at `now` (a cluster that is already running)."""

@@ -1,6 +1,6 @@
 """The operator's hands in the simulation: the control core's pod-set decisions carried out on the cluster.
 
-The operator's round decides (`control.round.step`, run by `operator_loop.Operator`); this module does what
+The operator's round decides (`control.step.step`, run by `operator_loop.Operator`); this module does what
 `operator/podactions.py` does through the API: marks pods leaving with the round's time and the core's
 reason, takes marks back, removes
 retired pods and pods to restart (`updateStrategy: RollingRestart`: the pod set creates the ordinal again,

@@ -112,6 +112,24 @@ class OperatorSpec(ScenarioModel):
     )
 
 
+class FailoverSpec(ScenarioModel):
+    """When a lost pod's tasks start elsewhere (docs/failover.md)."""
+
+    lease_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="runtime ClientLibrary: the pods' lease; once the operator has seen no renewal for this "
+        "long it fails their tasks over to their most caught-up copies; null: no lease, a lost pod's tasks "
+        "wait for it to come back (the operator as it runs without leases)",
+    )
+    session_timeout_seconds: float = Field(
+        45,
+        gt=0,
+        description="runtime KafkaStreams: the members' session.timeout.ms (Kafka's default 45 s); once it "
+        "expires Kafka's rebalance gives a lost member's actives to their most caught-up copies",
+    )
+
+
 class EventBase(ScenarioModel):
     at: Seconds = Field(description="seconds from the start of the simulation")
 
@@ -213,6 +231,12 @@ class Scenario(ScenarioModel):
         "scaleDownTimeout, scaleDownStabilization)",
     )
     operator: OperatorSpec = Field(default_factory=OperatorSpec)
+    runtime: Literal["ClientLibrary", "KafkaStreams"] = Field(
+        "ClientLibrary",
+        description="the app's spec.runtime: KafkaStreams pods hand tasks over through Kafka's rebalance (a "
+        "plan is published in one generation) and fail over when a member's session expires",
+    )
+    failover: FailoverSpec = Field(default_factory=FailoverSpec)
     initial_standby_lag_records: int = Field(
         0, ge=0, description="how far the standbys are behind at the start (KIP-441's lagging standbys)"
     )
@@ -231,6 +255,12 @@ class Scenario(ScenarioModel):
         if timeout is None:
             return self.planner
         return self.planner.model_copy(update={"scale_down_timeout_seconds": parse_duration(timeout)})
+
+    def failover_seconds(self) -> float | None:
+        """After how long a lost pod's tasks fail over: the session (Kafka Streams), the lease, or never."""
+        if self.runtime == "KafkaStreams":
+            return self.failover.session_timeout_seconds
+        return self.failover.lease_seconds
 
     def subtopology_names(self) -> list[str]:
         return [s.name if s.name is not None else str(i) for i, s in enumerate(self.topology.subtopologies)]

@@ -1,6 +1,6 @@
 """What the three strategies the simulator compares change in the operator's decisions.
 
-All three run the operator's round (`control.round.step`, through `operator_loop`): its planner, its plan
+All three run the operator's round (`control.step.step`, through `operator_loop`): its planner, its plan
 triggers, its pod set and its two-phase hand-over. They differ only in which of the step's triggers they
 honour (`RoundConfig.probing`, `RoundConfig.catch_up_after`), in what they take from a plan (`planned`) and
 in what each generation aims at (`gate`, the step's `RoundConfig.aim`):

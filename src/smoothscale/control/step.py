@@ -46,16 +46,18 @@ from ..resource import (
     scaling_policy,
 )
 from . import events as ev
-from . import streamsassignor
+from . import failover, streamsassignor
 from .appreport import AppReport, observe_app_report, report_problems
 from .assignorfallbacks import RECENT as FALLBACK_RECENT
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
+from .failover import Failover, Leases, without_expired
 from .handover import HandOverWait
 from .learnedtopology import with_reported_topology
 from .observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .planning import PlanningDecision, PlanningInput, decide_planning
 from .pods import PodInfo
 from .probing import PlanMemory, fingerprint, holders, settled
+from .progress import Progress, RestoreMeter, remaining_work
 from .rates import ProcessRates, owner_rates
 from .scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
 from .snapshot import (
@@ -121,6 +123,9 @@ class Observation:
     kafka: KafkaView = field(default_factory=KafkaView)
     urls: Mapping[str, str] = field(default_factory=dict)
     """Where each running pod was scraped: the hand-over's polls between rounds ask the same addresses."""
+    renewals: Mapping[str, str] | None = None
+    """Each listed pod's lease renewal token, a pod that renews not left out (`failover`); None: no lease
+    is read, and no pod is failed over."""
 
 
 Aim = Callable[
@@ -144,6 +149,11 @@ class RoundConfig:
     """What each generation aims at instead of the last plan's assignment (None: that assignment)."""
     status: bool = True
     """Build the app's status (an adapter that reports none, the simulator, skips the work)."""
+    round_interval: float = 0.0
+    """Seconds between the periodic rounds (the scrape interval): a migration's ETA counts the wait for the
+    round that sees a copy caught up (`progress`)."""
+    failover: Failover | None = None
+    """Fail a pod's tasks over once its lease expired (`failover`; None: hold planning while it is silent)."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +176,12 @@ class RoundMemory:
     waits: HandOverWait = field(default_factory=HandOverWait)
     streams_assignor: StreamsAssignorCheck | None = None
     """The last `streamsassignor.check` that read the brokers (its Events are posted when it changes)."""
+    restore: RestoreMeter = field(default_factory=RestoreMeter)
+    """The measured restore rates and the running migration's progress (`progress`)."""
     quiet: Quiet | None = None
     """The last step's decisions, while a step observing the same would repeat them (`Quiet`)."""
+    leases: Leases = field(default_factory=Leases)
+    """The pods' lease renewals as seen (`failover`), and whose leases have expired."""
 
     @property
     def desired(self) -> Mapping[str, ClientAssignment] | None:
@@ -203,6 +217,8 @@ class Decisions:
     scraped_lag: int = 0
     """The active tasks' total lag in the generation the metrics were scraped under (the journal's: once
     this round publishes the next one, the warmups that just caught up and moved would be missing)."""
+    progress: Progress | None = None
+    """The migration in progress and its ETA (None while no task moves)."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +256,20 @@ class Quiet:
         if self.until is not None and seen.now >= self.until:
             return False
         return _same(memory, self.memory, _MEMORY_FIELDS) and _same(seen, self.seen, _OBSERVED_FIELDS)
+
+
+def steady(memory: RoundMemory, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> bool:
+    """Whether the app is steady for the round about to observe `spec` and `pods`: its last step was quiet
+    (`Quiet`), nothing has changed the memory since (a poll, a publication), and the spec and the pods are
+    the very ones that step saw. Only then may the round read its pods at the steady cadence
+    (`scrapecadence`): anything else is in motion and reads every pod."""
+    quiet = memory.quiet
+    return (
+        quiet is not None
+        and quiet.seen.spec is spec
+        and quiet.seen.pods is pods
+        and _same(memory, quiet.memory, _MEMORY_FIELDS)
+    )
 
 
 def initial_memory(now: datetime) -> RoundMemory:
@@ -380,6 +410,8 @@ def quiet_until(
     fallback_at = memory.app_report.fallbacks.last_at
     if fallback_at is not None:
         pending.append(fallback_at + FALLBACK_RECENT)
+    if config.failover is not None and (expiry := memory.leases.next_expiry(seen.now, config.failover)):
+        pending.append(expiry)
     due = [moment for moment in pending if moment > seen.now]
     return min(due) if due else None
 
@@ -418,6 +450,11 @@ def _decide(
     app_report, reported = observe_app_report(memory.app_report, seen.results, working, seen.now)
     events += reported
     memory = replace(memory, app_report=app_report)
+    if config.failover is not None and seen.renewals is not None:
+        leases = memory.leases.observe(seen.renewals, [p.name for p in seen.pods], seen.now, config.failover)
+        events += failover.events(memory.leases, leases)
+        journal += failover.journal(memory.leases, leases)
+        memory = replace(memory, leases=leases)
     pods: Sequence[PodInfo] = seen.pods
     pod_set = None
     planned = None
@@ -434,7 +471,8 @@ def _decide(
             spec, memory.app_report.topology, seen.app
         )  # None: no tasks known yet
         if planning is not None:
-            decision, planned, memory = _plan(memory, seen, planning, pods, published, config, planner)
+            kept = without_expired(pods, memory.leases)
+            decision, planned, memory = _plan(memory, seen, planning, kept, published, config, planner)
         if decision.held_for:
             journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
         if planned is not None:
@@ -443,10 +481,13 @@ def _decide(
             )
     publish = None
     if seen.published is not None and working is not None:
-        memory = replace(memory, waits=_wait(memory.waits, seen, working, pods))
+        memory = replace(
+            memory, waits=_wait(memory.waits, seen, working, without_expired(pods, memory.leases))
+        )
         publish = memory.waits.next(published, _aimed(config, memory, published))
+    memory, progress = _progress(memory, seen, working, pods, publish or published, config)
     status = (
-        _status(memory, seen, working, pods, publish or published, decision.held_for, failures)
+        _status(memory, seen, working, pods, publish or published, decision.held_for, failures, progress)
         if config.status
         else None
     )
@@ -461,8 +502,39 @@ def _decide(
         publish=publish,
         status=status,
         scraped_lag=active_lag(published, seen.results)[0],
+        progress=progress,
     )
     return decisions, memory
+
+
+def _progress(
+    memory: RoundMemory,
+    seen: Observation,
+    spec: StreamsAppSpec | None,
+    pods: Sequence[PodInfo],
+    published: Publication,
+    config: RoundConfig,
+) -> tuple[RoundMemory, Progress | None]:
+    """The migration's progress after this round, and the memory with this round's restore rates."""
+    if spec is None:
+        return memory, None
+    plan = memory.plan.plan if memory.plan is not None else None
+    work = remaining_work(
+        plan,
+        published,
+        {pod: r.lags for pod, r in seen.results.items() if isinstance(r, PodMetrics)},
+        # the queued moves' sizes: only an unstable plan queues any (a steady round builds no dict)
+        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets)
+        if plan is not None and not plan.stable
+        else {},
+        spec.assignment.acceptable_recovery_lag,
+        spec.assignment.max_warmup_replicas,
+        leaving=[p.name for p in pods if p.is_leaving],
+    )
+    meter = memory.restore.observe(work, seen.now, [p.name for p in pods])
+    progress = meter.estimate(work, seen.now, config.round_interval)
+    meter = meter.promised(progress)
+    return (memory if meter is memory.restore else replace(memory, restore=meter)), progress
 
 
 def poll(
@@ -647,6 +719,7 @@ def _status(
     published: Publication,
     held_for: Sequence[str],
     failures: Mapping[str, ScrapeFailure],
+    progress: Progress | None,
 ) -> StreamsAppStatus:
     lag_total, lag_max = active_lag(published, seen.results)
     known = with_reported_topology(spec, memory.app_report.topology, seen.app) if spec is not None else None
@@ -669,7 +742,14 @@ def _status(
             ),
             lag_total=lag_total,
             lag_max_task=lag_max,
-            recommended_replicas=recommended_replicas(memory.rates.means(), published, lag_total, tasks),
+            recommended_replicas=recommended_replicas(
+                memory.rates.means(),
+                published,
+                lag_total,
+                tasks,
+                results=seen.results,
+                busy_ratio=spec.autoscaling.target.busy_ratio if spec is not None else 0.8,
+            ),
             degraded=degraded(held_for=held_for, unreadable=seen.unreadable, failures=failures),
             invalid_spec=Problem("SpecInvalid", "; ".join(seen.problems)) if seen.problems else None,
             kafka=_kafka_outcome(spec, seen.kafka),
@@ -679,6 +759,7 @@ def _status(
             streams_assignor=streamsassignor.check(spec, seen.kafka.streams_assignors),
             previous=seen.previous_status,
             now=seen.now,
+            progress=progress,
         )
     )
 
