@@ -8,7 +8,7 @@ fake app pods, the test's kubectl) by the bearer token in its kubeconfig.
 
 Passing means: nothing was denied (the chart grants enough for a full lifecycle: pods and claims created,
 the assignment ConfigMap published and updated, pods marked leaving and retired with their claims, the
-Kafka Secret read), and
+Kafka Secret read, other autoscalers looked for and replicas set through the scale subresource), and
 every granted permission was used (nothing is granted that the operator does not need), except the one the
 API server checks at admission rather than per request (`streamsapps/finalizers` update, see
 smoothscale.operator.access).
@@ -27,7 +27,7 @@ import kmock
 import kubernetes
 import pytest
 import yaml
-from install_testkit import ROOT, Json, granted, one, render
+from install_testkit import NOT_IN_A_LIFECYCLE, ROOT, Json, granted, one, render
 from kopf.testing import KopfRunner
 
 from smoothscale.operator.access import Access, UndeclaredAccessError, request_accesses
@@ -38,7 +38,6 @@ from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_
 from smoothscale.sandbox.emulator.memoryruntime import memory_kubelet
 
 TOKEN = "smoothscale-operator-service-account"
-ADMISSION_ONLY = {Access("smoothscale.io", "streamsapps/finalizers", "update")}
 
 
 def _operator_testkit() -> ModuleType:
@@ -137,6 +136,10 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
         testkit.wait_for(lambda: testkit.balanced(kube.publication(), 2, 6), what="balance on 2")
         claims = kubernetes.client.CoreV1Api(client).list_namespaced_persistent_volume_claim("default")
         assert sorted(c.metadata.name for c in claims.items) == ["orders-state-0", "orders-state-1"]
+        # spec.autoscaling Act: no HPA nor ScaledObject targets the app (both listed), replicas set through
+        # the scale subresource
+        kube.patch_app("orders", {"spec": {"autoscaling": {"mode": "Act", "minReplicas": 3}}})
+        testkit.wait_for(lambda: kube.app()["spec"]["replicas"] == 3, what="replicas set by the operator")
     assert fake.violations == []
     assert audit.denied == []
-    assert audit.grants - audit.used == ADMISSION_ONLY
+    assert not audit.grants - audit.used - NOT_IN_A_LIFECYCLE, audit.grants - audit.used

@@ -32,10 +32,6 @@ pytestmark = pytest.mark.slow
 install = sibling_kit("install", "install_testkit")
 e2e = sibling_kit("sandbox_e2e", "sandbox_e2e_kit")
 
-ADMISSION_ONLY = {Access("smoothscale.io", "streamsapps/finalizers", "update")}
-"""Checked by the OwnerReferencesPermissionEnforcement admission plugin, not per request: never in the audit
-log as a request, yet needed (every pod, claim and ConfigMap create would fail without it)."""
-
 
 @pytest.fixture(scope="module")
 def operator_account(control_plane: RunningControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -128,10 +124,28 @@ def test_a_lifecycle_as_the_charts_service_account(
     hpa["metadata"]["namespace"] = cluster.namespace
     cluster.control_plane.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(hpa))
 
-    # scale-in: the leaving pods hand their tasks over before they go
-    back = run.step(
-        "scale-in", e2e.PLANNED_MOVE_BOUND, lambda: sandbox.patch_app(APP, {"spec": {"replicas": 3}})
+    # spec.autoscaling Act beside that HPA: the operator refuses, naming it, and sets no replicas
+    sandbox.patch_app(APP, {"spec": {"autoscaling": {"mode": "Act", "minReplicas": 3, "maxReplicas": 3}}})
+    refused = wait_for(
+        lambda: _condition(sandbox.app(APP), "Autoscaling", "False"), timeout=60, what="the refusal"
     )
+    assert refused["reason"] == "ConflictingAutoscaler", refused
+    assert f"HorizontalPodAutoscaler/{hpa['metadata']['name']}" in refused["message"], refused
+    assert sandbox.app(APP)["spec"]["replicas"] == 5
+
+    # scale-in by the operator's autoscaler once the HPA is gone (replicas above maxReplicas), through the
+    # scale subresource; the leaving pods hand their tasks over before they go
+    back = run.step(
+        "scale-in",
+        e2e.PLANNED_MOVE_BOUND,
+        lambda: cluster.control_plane.kubectl(
+            "delete", "hpa", hpa["metadata"]["name"], "-n", cluster.namespace
+        ),
+        also=lambda snapshot: len(snapshot.pods) == 3,
+    )
+    assert sandbox.app(APP)["spec"]["replicas"] == 3
+    reasons = {event.reason for event in cluster.core.list_namespaced_event(cluster.namespace).items}
+    assert {"ConflictingAutoscaler", "AutoscalerScaled"} <= reasons
     assert {pod.name for pod in back.pods} == {"orders-0", "orders-1", "orders-2"}
     assert {"orders-3", "orders-4"} <= {r["pod"] for r in sandbox.records() if r["kind"] == "leaving"}
 
@@ -177,8 +191,8 @@ def test_a_lifecycle_as_the_charts_service_account(
     used = {access for access in map(access_of, requests) if access is not None}
     grants = install.granted(install.one(install.render(None), "ClusterRole"))
     assert used <= grants
-    assert grants - used == ADMISSION_ONLY, (
-        f"granted, never used: {sorted(map(str, grants - used - ADMISSION_ONLY))}"
+    assert not grants - used - install.NOT_IN_A_LIFECYCLE, (
+        f"granted, never used: {sorted(map(str, grants - used - install.NOT_IN_A_LIFECYCLE))}"
     )
 
 

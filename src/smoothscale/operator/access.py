@@ -55,6 +55,11 @@ CLIENT_ACCESS: Final[frozenset[Access]] = (
     | _rows("", "secrets", "get")
     # The app's status.
     | _rows(resource_names.GROUP, f"{resource_names.PLURAL}/status", "patch")
+    # spec.autoscaling.mode Act: the operator sets replicas through the scale subresource, and first looks
+    # for an HPA or a KEDA ScaledObject that targets the app (it refuses to act beside one).
+    | _rows(resource_names.GROUP, f"{resource_names.PLURAL}/scale", "patch")
+    | _rows("autoscaling", "horizontalpodautoscalers", "list")
+    | _rows("keda.sh", "scaledobjects", "list")
     # Pods, claims and the ConfigMap are owned by their app with blockOwnerDeletion (see the module doc).
     | _rows(resource_names.GROUP, f"{resource_names.PLURAL}/finalizers", "update")
 )
