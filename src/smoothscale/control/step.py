@@ -258,6 +258,20 @@ class Quiet:
         return _same(memory, self.memory, _MEMORY_FIELDS) and _same(seen, self.seen, _OBSERVED_FIELDS)
 
 
+def steady(memory: RoundMemory, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> bool:
+    """Whether the app is steady for the round about to observe `spec` and `pods`: its last step was quiet
+    (`Quiet`), nothing has changed the memory since (a poll, a publication), and the spec and the pods are
+    the very ones that step saw. Only then may the round read its pods at the steady cadence
+    (`scrapecadence`): anything else is in motion and reads every pod."""
+    quiet = memory.quiet
+    return (
+        quiet is not None
+        and quiet.seen.spec is spec
+        and quiet.seen.pods is pods
+        and _same(memory, quiet.memory, _MEMORY_FIELDS)
+    )
+
+
 def initial_memory(now: datetime) -> RoundMemory:
     return RoundMemory(started_at=now)
 

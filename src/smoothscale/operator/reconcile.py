@@ -38,7 +38,7 @@ from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import names
+from smoothscale.control import names, scrapecadence
 from smoothscale.control import step as control_step
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
@@ -136,6 +136,11 @@ class AppReconciler:
         self._pod_events = 0
         self._pods_read: _PodsRead | None = None
         self._urls: tuple[tuple[PodInfo, ...], MetricsSpec, Mapping[str, str]] | None = None
+        self.cadence = scrapecadence.ScrapeCadence(
+            context.config.scrape_interval, context.config.steady_scrape_interval
+        )
+        self._reads: Mapping[str, ScrapeResult] = {}
+        self._read_at: Mapping[str, float] = {}
 
     @property
     def published(self) -> Published | None:
@@ -216,7 +221,7 @@ class AppReconciler:
                 )
         elif working is not None:
             urls = self._metrics_urls(pods, working.metrics)
-            results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)
+            results = await self._scrape(urls, working.metrics, control_step.steady(self.memory, spec, pods))
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observed(
@@ -244,6 +249,21 @@ class AppReconciler:
             ),
             urls=urls,
         )
+
+    async def _scrape(
+        self, urls: Mapping[str, str], metrics: MetricsSpec, steady: bool
+    ) -> Mapping[str, ScrapeResult]:
+        """Every pod's latest read: the pods due (`scrapecadence`: all of them unless the app is steady) read
+        now, the others' last reads kept."""
+        clock = time.monotonic()
+        due = scrapecadence.due(urls, self._read_at, clock, steady=steady, cadence=self.cadence)
+        if due or self._reads.keys() != urls.keys():  # a pod gone keeps no read
+            fresh = await self.ctx.scraper.scrape_all(
+                urls if len(due) == len(urls) else {pod: urls[pod] for pod in due}, metrics.names
+            )
+            self._reads = {pod: fresh[pod] if pod in due else self._reads[pod] for pod in urls}
+            self._read_at = {pod: clock if pod in due else self._read_at[pod] for pod in urls}
+        return self._reads
 
     def _read_spec(self, raw: Mapping[str, Any]) -> tuple[StreamsAppSpec | None, tuple[str, ...] | None, str]:
         """The spec (None when invalid), its problems, its template's revision; parsed again only when the
