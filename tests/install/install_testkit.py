@@ -190,6 +190,19 @@ def _path(parts: Any) -> str:
 # -- RBAC ---------------------------------------------------------------------------------------------------
 
 
+NOT_IN_A_LIFECYCLE = frozenset(
+    {
+        # checked by the OwnerReferencesPermissionEnforcement admission plugin, not per request: never in the
+        # audit log as a request, yet needed (every pod, claim and ConfigMap create would fail without it)
+        Access("smoothscale.io", "streamsapps/finalizers", "update"),
+        # a claim is read back only when its creation conflicts (409: gone or being deleted); a lifecycle
+        # without that fault never asks (tests/operator/test_op_claims.py covers it)
+        Access("", "persistentvolumeclaims", "get"),
+    }
+)
+"""Granted, needed, and still absent from a whole lifecycle's requests."""
+
+
 def granted(role: Json) -> set[Access]:
     """The (group, resource, verb) triples a Role or ClusterRole grants (resourceNames aside)."""
     return set(_accesses(role["rules"]))

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from op_testkit import pod_record
 
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.control.autoscale import ScaleDownHold, recommended_replicas, staying_current
+from smoothscale.control.autoscale import (
+    ScaleDownHold,
+    measured_capacity,
+    recommended_replicas,
+    staying_current,
+)
+from smoothscale.control.observed import PodMetrics, ScrapeResult
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 PUBLISHED = Publication(
@@ -70,3 +77,16 @@ def test_only_staying_pods_of_the_current_revision_count_so_a_swaps_surge_is_not
         pod_record(5, revision="new"),
     ]
     assert staying_current(pods, "new") == 2
+
+
+def test_a_measured_busy_ratio_gives_the_true_capacity_at_the_busy_target() -> None:
+    # each pod processes 300/s when busy all the time (30/s at 10% busy, 20/s at 1/15); orders-2, busy 1/30
+    # of the time, is too idle to divide by; 300/s at the busy target of 0.8 is 240/s: 60/s need one pod
+    busy = {"orders-0": 0.1, "orders-1": 1 / 15, "orders-2": 1 / 30}
+    results: dict[str, ScrapeResult] = {pod: PodMetrics(busy_ratio=ratio) for pod, ratio in busy.items()}
+    assert measured_capacity(EVEN, PUBLISHED, results) == pytest.approx(300.0)
+    assert recommended_replicas(EVEN, PUBLISHED, 0, 6, results=results) == 1
+    # 60/s + 72,000 records to drain in 300 s = 300/s: two pods at 240/s each
+    assert recommended_replicas(EVEN, PUBLISHED, 72_000, 6, results=results) == 2
+    # pods that report no busy ratio leave the lower bound: the busiest pod's 30/s
+    assert recommended_replicas(EVEN, PUBLISHED, 0, 6, results={}) == 2

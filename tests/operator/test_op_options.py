@@ -202,3 +202,12 @@ def test_measured_rates_rebalance_the_pods_by_weight(
         wait_for(
             lambda: heavy_pod_tasks() == ["a_0", "a_1"] or heavy_pod_tasks() == ["a_2", "a_3"], what="2 a"
         )
+
+
+def test_busy_ratio_and_input_lag_are_scraped() -> None:
+    text = 'smoothscale_pod_busy_ratio 0.4\nsmoothscale_task_input_lag{task="0_0"} 12\n'
+    metrics = parse_metrics(text, MetricNames())
+    assert metrics.busy_ratio == 0.4 and metrics.input_lags == {"0_0": 12}
+    assert parse_metrics("", MetricNames()).busy_ratio is None
+    with pytest.raises(InvalidMetricsError):
+        parse_metrics("smoothscale_pod_busy_ratio -1", MetricNames())

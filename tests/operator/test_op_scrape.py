@@ -11,6 +11,7 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from op_testkit import pod_record
+from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.operator.scrape import (
@@ -234,3 +235,20 @@ async def test_an_unchanged_exposition_is_not_parsed_again_and_a_changed_one_is(
     finally:
         await scraper.close()
         await runner.cleanup()
+
+
+async def test_a_pod_served_by_prometheus_client_is_read() -> None:
+    """The pods' own exporter (prometheus-client's HTTP server, which gzips for a client that accepts it)
+    reads as the exposition it serves."""
+    registry = CollectorRegistry()
+    Gauge(NAMES.task_lag, "lag", ["task"], registry=registry).labels(task="0_1").set(7)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    scraper = Scraper(timeout=2.0)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        result = (await scraper.scrape_all({"pod-0": url}, NAMES))["pod-0"]
+    finally:
+        await scraper.close()
+        server.shutdown()
+        thread.join()
+    assert isinstance(result, PodMetrics) and result.lags == {"0_1": 7}

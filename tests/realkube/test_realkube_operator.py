@@ -12,18 +12,21 @@ the app's finalizers, garbage collection of what the app owns, claims released o
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import kubernetes
 import pytest
 import yaml
 from realkube_kit import Cluster, Json, sibling_kit, wait_for
 
 from smoothscale.contract import names as contract
 from smoothscale.operator.access import Access
+from smoothscale.sandbox import invariants
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.control_plane import RunningControlPlane
-from smoothscale.sandbox.demo import APP, worker_env
+from smoothscale.sandbox.demo import APP, demo_tasks, worker_env
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.observe import observe
 
@@ -31,10 +34,6 @@ pytestmark = pytest.mark.slow
 
 install = sibling_kit("install", "install_testkit")
 e2e = sibling_kit("sandbox_e2e", "sandbox_e2e_kit")
-
-ADMISSION_ONLY = {Access("smoothscale.io", "streamsapps/finalizers", "update")}
-"""Checked by the OwnerReferencesPermissionEnforcement admission plugin, not per request: never in the audit
-log as a request, yet needed (every pod, claim and ConfigMap create would fail without it)."""
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +119,12 @@ def test_a_lifecycle_as_the_charts_service_account(
         lambda: cluster.kubectl("scale", f"sapp/{APP}", "--replicas=5"),
     )
     assert len(out.pods) == 5
+    # the PodDisruptionBudget follows the replicas: as many may go at once as there are standbys, at least one
+    budget = kubernetes.client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget(
+        APP, cluster.namespace
+    )
+    standbys = sandbox.app(APP)["spec"]["assignment"]["numStandbys"]
+    assert budget.spec.min_available == 5 - max(1, standbys)
     status, scale = cluster.request("GET", cluster.app_path(APP, "scale"))
     assert status == 200 and scale["spec"]["replicas"] == 5 and scale["status"]["replicas"] == 5
     selected = cluster.core.list_namespaced_pod(cluster.namespace, label_selector=scale["status"]["selector"])
@@ -128,10 +133,28 @@ def test_a_lifecycle_as_the_charts_service_account(
     hpa["metadata"]["namespace"] = cluster.namespace
     cluster.control_plane.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(hpa))
 
-    # scale-in: the leaving pods hand their tasks over before they go
-    back = run.step(
-        "scale-in", e2e.PLANNED_MOVE_BOUND, lambda: sandbox.patch_app(APP, {"spec": {"replicas": 3}})
+    # spec.autoscaling Act beside that HPA: the operator refuses, naming it, and sets no replicas
+    sandbox.patch_app(APP, {"spec": {"autoscaling": {"mode": "Act", "minReplicas": 3, "maxReplicas": 3}}})
+    refused = wait_for(
+        lambda: _condition(sandbox.app(APP), "Autoscaling", "False"), timeout=60, what="the refusal"
     )
+    assert refused["reason"] == "ConflictingAutoscaler", refused
+    assert f"HorizontalPodAutoscaler/{hpa['metadata']['name']}" in refused["message"], refused
+    assert sandbox.app(APP)["spec"]["replicas"] == 5
+
+    # scale-in by the operator's autoscaler once the HPA is gone (replicas above maxReplicas), through the
+    # scale subresource; the leaving pods hand their tasks over before they go
+    back = run.step(
+        "scale-in",
+        e2e.PLANNED_MOVE_BOUND,
+        lambda: cluster.control_plane.kubectl(
+            "delete", "hpa", hpa["metadata"]["name"], "-n", cluster.namespace
+        ),
+        also=lambda snapshot: len(snapshot.pods) == 3,
+    )
+    assert sandbox.app(APP)["spec"]["replicas"] == 3
+    reasons = {event.reason for event in cluster.core.list_namespaced_event(cluster.namespace).items}
+    assert {"ConflictingAutoscaler", "AutoscalerScaled"} <= reasons
     assert {pod.name for pod in back.pods} == {"orders-0", "orders-1", "orders-2"}
     assert {"orders-3", "orders-4"} <= {r["pod"] for r in sandbox.records() if r["kind"] == "leaving"}
 
@@ -150,6 +173,14 @@ def test_a_lifecycle_as_the_charts_service_account(
     )
     assert before.isdisjoint(pod.revision for pod in swapped.pods)
     run.finish(swapped)
+
+    # the claims outlive the app unless it asks otherwise: asked, the operator makes them the app's
+    assert all(not c.metadata.owner_references for c in _claims(cluster)), "whenDeleted: Retain"
+    retention = {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}
+    sandbox.patch_app(APP, {"spec": retention})
+    wait_for(
+        lambda: all(c.metadata.owner_references for c in _claims(cluster)), timeout=30, what="claims owned"
+    )
 
     # an invalid spec the schema cannot see (a topic read by two subtopologies): the last assignment runs on
     generation = sandbox.publication(APP).generation
@@ -177,14 +208,18 @@ def test_a_lifecycle_as_the_charts_service_account(
     used = {access for access in map(access_of, requests) if access is not None}
     grants = install.granted(install.one(install.render(None), "ClusterRole"))
     assert used <= grants
-    assert grants - used == ADMISSION_ONLY, (
-        f"granted, never used: {sorted(map(str, grants - used - ADMISSION_ONLY))}"
+    assert not grants - used - install.NOT_IN_A_LIFECYCLE, (
+        f"granted, never used: {sorted(map(str, grants - used - install.NOT_IN_A_LIFECYCLE))}"
     )
 
 
 def _condition(app: Json, kind: str, status: str) -> Json | None:
     conditions = (app.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == kind and c["status"] == status), None)
+
+
+def _claims(cluster: Cluster) -> list[kubernetes.client.V1PersistentVolumeClaim]:
+    return list(cluster.core.list_namespaced_persistent_volume_claim(cluster.namespace).items)
 
 
 def _owned(cluster: Cluster) -> list[str]:
@@ -202,3 +237,50 @@ def _owned(cluster: Cluster) -> list[str]:
 
 def test_an_operator_killed_mid_migration_resumes_and_finishes_it(sandbox: Sandbox) -> None:
     e2e.Run(sandbox).operator_killed_mid_migration()
+
+
+def test_an_eviction_the_budget_allows_is_replaced_and_one_beyond_it_is_refused(
+    sandbox: Sandbox, cluster: Cluster
+) -> None:
+    """`kubectl drain` evicts through the Eviction API, which the kube-apiserver checks against the app's
+    PodDisruptionBudget as kube-controller-manager's disruption controller keeps it: with one standby per
+    task, one pod of three may go; a second eviction before the first pod is replaced is refused (429, which
+    drain retries), and the operator creates the evicted pod again, its tasks moved to their standbys."""
+    run = e2e.Run(sandbox)
+    run.start(replicas=3)
+    policy = kubernetes.client.PolicyV1Api(cluster.api)
+
+    def allowed() -> int:
+        budget = policy.read_namespaced_pod_disruption_budget(APP, cluster.namespace)
+        return int(budget.status.disruptions_allowed or 0) if budget.status else 0
+
+    wait_for(lambda: allowed() == 1, timeout=30, what="one disruption allowed")
+    evicted = cluster.core.read_namespaced_pod("orders-0", cluster.namespace).metadata.uid
+
+    def evict_two() -> None:
+        _evict(cluster, "orders-0")
+        with pytest.raises(kubernetes.client.ApiException) as refused:
+            _evict(cluster, "orders-1")
+        assert refused.value.status == 429, refused.value
+
+    def replaced(_: object) -> bool:
+        pods = {
+            p.metadata.name: p.metadata.uid for p in cluster.core.list_namespaced_pod(cluster.namespace).items
+        }
+        return pods.get("orders-0") not in (None, evicted)
+
+    started = time.time()
+    last = run.step("eviction", e2e.CRASH_BOUND, evict_two, also=replaced)
+    gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
+    print(json.dumps({"eviction_longest_gap_seconds": round(max(gaps.values()), 2)}))
+    assert len(last.pods) == 3
+    # a pod evicted and created again under its name counts once the controller saw it terminating
+    wait_for(lambda: allowed() == 1, timeout=150, what="the budget whole again")
+    run.finish(last)
+
+
+def _evict(cluster: Cluster, pod: str) -> None:
+    metadata = kubernetes.client.V1ObjectMeta(name=pod, namespace=cluster.namespace)
+    cluster.core.create_namespaced_pod_eviction(
+        pod, cluster.namespace, kubernetes.client.V1Eviction(metadata=metadata)
+    )

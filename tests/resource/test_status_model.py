@@ -79,6 +79,7 @@ def test_condition_types_are_the_contracts() -> None:
         "AssignorFallback",
         "TopologyMismatch",
         "StreamsAssignorMissing",
+        "Autoscaling",
     ]
     assert [s.value for s in ConditionStatus] == ["True", "False", "Unknown"]
 

@@ -13,6 +13,7 @@ import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
 
 from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener, role_changes
+from smoothscale.client.metrics import TaskMetrics
 from smoothscale.client.roles import RoleChange
 from smoothscale.contract import names as contract
 from smoothscale.contract.configmap import encode_publication
@@ -246,3 +247,18 @@ def test_close_stops_every_callback(core: kubernetes.client.CoreV1Api, cluster: 
     publish(core, APP, configmap_body(APP, publication(1, **{POD: {"active": ["0_0"]}})))
     time.sleep(0.5)
     assert calls == []
+
+
+def test_the_busy_ratio_and_input_lag_are_exposed_for_the_autoscaler() -> None:
+    """A pod's true capacity is what it processed over its busy ratio: absent until the app reports it."""
+    metrics = TaskMetrics()
+    assert contract.BUSY_RATIO_METRIC not in metrics.render().decode()
+    metrics.set_busy_ratio(0.25)
+    metrics.set_input_lag("0_0", 1_200)
+    text = metrics.render().decode()
+    assert f"{contract.BUSY_RATIO_METRIC} 0.25" in text
+    assert f'{contract.INPUT_LAG_METRIC}{{task="0_0"}} 1200.0' in text
+    metrics.forget_task("0_0")
+    assert contract.INPUT_LAG_METRIC + "{" not in metrics.render().decode()
+    with pytest.raises(ValueError, match=r"within 0\.\.1"):
+        metrics.set_busy_ratio(1.5)

@@ -17,7 +17,8 @@ from smoothscale.contract import names as contract
 
 
 class TaskMetrics:
-    """Per-task lag and changelog end, per-task processing rate, and the last applied generation."""
+    """Per-task lag and changelog end, per-task processing rate and input lag, the pod's busy ratio, and the
+    last applied generation."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -40,6 +41,13 @@ class TaskMetrics:
             labels,
             registry=self.registry,
         )
+        self._input_lag = Gauge(
+            contract.INPUT_LAG_METRIC,
+            "Input records of the task this pod has not processed yet (only for tasks it runs active).",
+            labels,
+            registry=self.registry,
+        )
+        self._busy: Gauge | None = None  # registered by the first `set_busy_ratio`
         self._generation: Gauge | None = None  # registered by the first `set_generation`
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
@@ -51,9 +59,26 @@ class TaskMetrics:
     def set_process_rate(self, task: str, records_per_second: float) -> None:
         self._process_rate.labels(task).set(records_per_second)
 
+    def set_input_lag(self, task: str, records: int) -> None:
+        self._input_lag.labels(task).set(max(records, 0))
+
+    def set_busy_ratio(self, ratio: float) -> None:
+        """The fraction of the last tick the pod's processing was busy (0..1): the operator's autoscaler
+        divides what the pod processed by it to learn the pod's true capacity. Absent until the first call
+        (a pod that never reports it gives only a lower bound of its capacity)."""
+        if not 0 <= ratio <= 1:
+            raise ValueError(f"busy ratio must be within 0..1, got {ratio}")
+        if self._busy is None:
+            self._busy = Gauge(
+                contract.BUSY_RATIO_METRIC,
+                "Fraction of the last tick this pod's processing was busy (0..1).",
+                registry=self.registry,
+            )
+        self._busy.set(ratio)
+
     def forget_task(self, task: str) -> None:
         """The pod no longer has state for `task`: its series must go, or the planner sees a stale lag."""
-        for gauge in (self._lag, self._end_offset, self._process_rate):
+        for gauge in (self._lag, self._end_offset, self._process_rate, self._input_lag):
             with contextlib.suppress(KeyError):  # never set for this task
                 gauge.remove(task)
 

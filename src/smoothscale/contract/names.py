@@ -36,12 +36,23 @@ POD_NAME_ENV: Final = "SMOOTHSCALE_POD_NAME"
 NAMESPACE_ENV: Final = "SMOOTHSCALE_NAMESPACE"
 APP_ENV: Final = "SMOOTHSCALE_APP"
 ASSIGNMENT_CONFIGMAP_ENV: Final = "SMOOTHSCALE_ASSIGNMENT_CONFIGMAP"
+METRICS_PORT_ENV: Final = "SMOOTHSCALE_METRICS_PORT"
+"""`spec.metrics.port`: where the operator scrapes the pod (the client library and the bridge serve there)."""
+STATE_DIR_ENV: Final = "SMOOTHSCALE_STATE_DIR"
+"""Where the container mounts the state volume: the directory its state stores must live in."""
+DEFAULT_STATE_DIR: Final = "/var/lib/smoothscale/state"
+"""Where the operator mounts the state volume in the first container if no template container does."""
 
 # -- Prometheus metrics every pod exposes --------------------------------------------------------------------
 TASK_LAG_METRIC: Final = "smoothscale_task_lag"
 CHANGELOG_END_OFFSET_METRIC: Final = "smoothscale_task_changelog_end_offset"
 GENERATION_METRIC: Final = "smoothscale_assignment_generation"
 PROCESS_RATE_METRIC: Final = "smoothscale_task_process_rate"
+# Optional, for `spec.autoscaling` (docs/autoscaling.md): the fraction of the last tick the pod's processing
+# threads were busy (0..1: its capacity is what it processed divided by it), and each active task's input
+# records not yet processed (the consumer lag of its input partitions).
+BUSY_RATIO_METRIC: Final = "smoothscale_pod_busy_ratio"
+INPUT_LAG_METRIC: Final = "smoothscale_task_input_lag"
 # Reported by the Kafka Streams bridge only (`bridge/smoothscale-streams`): rebalances its assignor led
 # without following the plan as published, by reason (a counter: samples end in `_total`), those it led
 # with the plan except for the actives of pods gone from the group, which ran where their most caught-up
@@ -52,6 +63,10 @@ ASSIGNOR_FAILOVERS_METRIC: Final = "smoothscale_bridge_assignor_failovers_total"
 TOPOLOGY_PARTITIONS_METRIC: Final = "smoothscale_bridge_topology_partitions"
 TASK_LABEL: Final = "task"
 DEFAULT_METRICS_PORT: Final = 8080
+"""The metrics port of a pod running the client library, unless `spec.metrics.port` says otherwise."""
+BRIDGE_METRICS_PORT: Final = 9494
+"""The port the Kafka Streams bridge serves its metrics on unless told otherwise (`BridgeSettings`): the
+default of `spec.metrics.port` for `runtime: KafkaStreams`."""
 DEFAULT_METRICS_PATH: Final = "/metrics"
 
 

@@ -35,6 +35,10 @@ class PodMetrics:
     """The last generation the pod has fully applied, or None if it reports none yet."""
     process_rates: dict[str, float] = field(default_factory=dict)
     """Records per second each task processes on the pod (0 where it only restores or stands by)."""
+    input_lags: dict[str, int] = field(default_factory=dict)
+    """Input records each task it runs active has not processed yet (optional)."""
+    busy_ratio: float | None = None
+    """The fraction of the last tick the pod's processing was busy; None: the pod reports none."""
     fallbacks: dict[str, int] = field(default_factory=dict)
     """Kafka Streams pods: rebalances the pod led without following the plan as published, by reason."""
     topology: tuple[LearnedSubtopology, ...] = ()

@@ -258,6 +258,20 @@ class Quiet:
         return _same(memory, self.memory, _MEMORY_FIELDS) and _same(seen, self.seen, _OBSERVED_FIELDS)
 
 
+def steady(memory: RoundMemory, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> bool:
+    """Whether the app is steady for the round about to observe `spec` and `pods`: its last step was quiet
+    (`Quiet`), nothing has changed the memory since (a poll, a publication), and the spec and the pods are
+    the very ones that step saw. Only then may the round read its pods at the steady cadence
+    (`scrapecadence`): anything else is in motion and reads every pod."""
+    quiet = memory.quiet
+    return (
+        quiet is not None
+        and quiet.seen.spec is spec
+        and quiet.seen.pods is pods
+        and _same(memory, quiet.memory, _MEMORY_FIELDS)
+    )
+
+
 def initial_memory(now: datetime) -> RoundMemory:
     return RoundMemory(started_at=now)
 
@@ -509,7 +523,10 @@ def _progress(
         plan,
         published,
         {pod: r.lags for pod, r in seen.results.items() if isinstance(r, PodMetrics)},
-        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets) if plan is not None else {},
+        # the queued moves' sizes: only an unstable plan queues any (a steady round builds no dict)
+        changelog_sizes(dict(memory.end_offsets), seen.kafka.changelog_offsets)
+        if plan is not None and not plan.stable
+        else {},
         spec.assignment.acceptable_recovery_lag,
         spec.assignment.max_warmup_replicas,
         leaving=[p.name for p in pods if p.is_leaving],
@@ -559,7 +576,7 @@ def _pod_set(
     policy = scaling_policy(
         spec.scaling,
         spec.replicas,
-        delete_claims=spec.storage is not None and spec.storage.delete_on_scale_down,
+        delete_claims=spec.storage is not None and spec.storage.deletes_on_scale_down,
     )
     return decide_pod_set(
         seen.app,
@@ -725,7 +742,14 @@ def _status(
             ),
             lag_total=lag_total,
             lag_max_task=lag_max,
-            recommended_replicas=recommended_replicas(memory.rates.means(), published, lag_total, tasks),
+            recommended_replicas=recommended_replicas(
+                memory.rates.means(),
+                published,
+                lag_total,
+                tasks,
+                results=seen.results,
+                busy_ratio=spec.autoscaling.target.busy_ratio if spec is not None else 0.8,
+            ),
             degraded=degraded(held_for=held_for, unreadable=seen.unreadable, failures=failures),
             invalid_spec=Problem("SpecInvalid", "; ".join(seen.problems)) if seen.problems else None,
             kafka=_kafka_outcome(spec, seen.kafka),

@@ -63,6 +63,13 @@ class OperatorConfig(BaseModel):
     scrape_interval: float = Field(
         5.0, ge=0.05, description="Seconds between scrapes (and reconciliations) of an app."
     )
+    steady_scrape_interval: float = Field(
+        15.0,
+        ge=0.05,
+        description="Seconds between scrapes of a pod while its app is steady (nothing in motion, nothing "
+        "changed in the last round); any change (a new generation, a pod event, a lag or a rate that moved) "
+        "has the next round scrape every pod again. At most `scrape_interval` makes every round scrape.",
+    )
     scrape_timeout: float = Field(2.0, ge=0.01, description="Seconds to wait for one pod's metrics.")
     handover_poll: float = Field(
         0.1,

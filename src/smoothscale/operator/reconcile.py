@@ -38,7 +38,7 @@ from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import names
+from smoothscale.control import names, scrapecadence
 from smoothscale.control import step as control_step
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
@@ -48,7 +48,9 @@ from smoothscale.control.step import Observation as Observed
 from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
 
 from .appref import AppRef
+from .autoscaling import AppAutoscaling
 from .context import OperatorContext
+from .disruption import BudgetKeeper
 from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
@@ -56,6 +58,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
+from .retention import ClaimOwnership
 from .roundmetrics import RoundMetrics
 from .scrape import metrics_url
 
@@ -118,7 +121,10 @@ class AppReconciler:
         self.report = AppReporter(app, context, lambda: self.publication.generation)
         self.round_metrics = RoundMetrics(context.metrics, app)
         self.actions = PodSetActions(app, context.api, self.report)
+        self.claims = ClaimOwnership(app, context.api)
+        self.budget = BudgetKeeper(app, context.api, timedelta(seconds=context.config.assignment_recheck))
         self.kafka = KafkaObserver(app, context.api, context.clock)
+        self.autoscaling = AppAutoscaling(app, context, self.report)
         self.config = RoundConfig(
             startup_grace=context.config.startup_grace, round_interval=context.config.scrape_interval
         )
@@ -130,6 +136,11 @@ class AppReconciler:
         self._pod_events = 0
         self._pods_read: _PodsRead | None = None
         self._urls: tuple[tuple[PodInfo, ...], MetricsSpec, Mapping[str, str]] | None = None
+        self.cadence = scrapecadence.ScrapeCadence(
+            context.config.scrape_interval, context.config.steady_scrape_interval
+        )
+        self._reads: Mapping[str, ScrapeResult] = {}
+        self._read_at: Mapping[str, float] = {}
 
     @property
     def published(self) -> Published | None:
@@ -152,8 +163,9 @@ class AppReconciler:
         self.round_metrics.round(
             decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
         )
-        if decisions.status is not None:
-            await self.report.write_status(decisions.status, observed.now)
+        status = await self.autoscaling.round(observed, self.memory, decisions)
+        if status is not None:
+            await self.report.write_status(status, observed.now)
 
     async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, float]:
         """The core's step, on the event loop; when it wants a plan, the planner runs in a thread (planning
@@ -209,7 +221,7 @@ class AppReconciler:
                 )
         elif working is not None:
             urls = self._metrics_urls(pods, working.metrics)
-            results = await self.ctx.scraper.scrape_all(urls, working.metrics.names)
+            results = await self._scrape(urls, working.metrics, control_step.steady(self.memory, spec, pods))
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observed(
@@ -237,6 +249,21 @@ class AppReconciler:
             ),
             urls=urls,
         )
+
+    async def _scrape(
+        self, urls: Mapping[str, str], metrics: MetricsSpec, steady: bool
+    ) -> Mapping[str, ScrapeResult]:
+        """Every pod's latest read: the pods due (`scrapecadence`: all of them unless the app is steady) read
+        now, the others' last reads kept."""
+        clock = time.monotonic()
+        due = scrapecadence.due(urls, self._read_at, clock, steady=steady, cadence=self.cadence)
+        if due or self._reads.keys() != urls.keys():  # a pod gone keeps no read
+            fresh = await self.ctx.scraper.scrape_all(
+                urls if len(due) == len(urls) else {pod: urls[pod] for pod in due}, metrics.names
+            )
+            self._reads = {pod: fresh[pod] if pod in due else self._reads[pod] for pod in urls}
+            self._read_at = {pod: clock if pod in due else self._read_at[pod] for pod in urls}
+        return self._reads
 
     def _read_spec(self, raw: Mapping[str, Any]) -> tuple[StreamsAppSpec | None, tuple[str, ...] | None, str]:
         """The spec (None when invalid), its problems, its template's revision; parsed again only when the
@@ -320,6 +347,9 @@ class AppReconciler:
 
     async def _act(self, observed: Observed, decisions: Decisions) -> None:
         spec = observed.spec
+        if spec is not None:
+            await self.claims.keep(spec.storage)
+            await self.budget.keep(spec, observed.now)
         if spec is not None and decisions.pod_set is not None and not decisions.pod_set.empty:
             self._pods_read = None  # the next round lists the pods these actions change
             await self.actions.apply(decisions.pod_set, spec, observed.revision, observed.now)

@@ -46,6 +46,8 @@ class ConditionType(StrEnum):
     ASSIGNOR_FALLBACK = "AssignorFallback"
     TOPOLOGY_MISMATCH = "TopologyMismatch"
     STREAMS_ASSIGNOR_MISSING = "StreamsAssignorMissing"
+    AUTOSCALING = "Autoscaling"
+    """spec.autoscaling.mode Act: True while the operator sets replicas, False beside another autoscaler."""
 
 
 class ConditionStatus(StrEnum):

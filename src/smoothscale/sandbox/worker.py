@@ -125,6 +125,7 @@ class SampleWorker(TaskListener):
         elapsed, self._last_tick = now - self._last_tick, now
         end = self.config.changelog.end_offset(now)
         save = now - self._last_save >= STATE_SAVE_SECONDS
+        processed = running = 0.0
         with self._lock:
             for name, task in self._tasks.items():
                 self._advance(name, task, now, elapsed, end)
@@ -132,9 +133,18 @@ class SampleWorker(TaskListener):
                     self.client.metrics.set_task(name, lag=end - task.state.offset, end_offset=end)
                     if save:
                         self.store.save(task.state)
+                if task.role is Role.ACTIVE and task.caught_up:
+                    self.client.metrics.set_input_lag(name, end - task.state.offset if task.stateful else 0)
+                    running += 1
                 rate = task.processed / elapsed if elapsed > 0 else 0.0
                 self.client.metrics.set_process_rate(name, rate)
+                processed += task.processed
                 task.processed = 0.0
+        if running and elapsed > 0:
+            # each active task may process `process_rate` records a second: busy is the share of that used
+            self.client.metrics.set_busy_ratio(
+                min(processed / (self.config.process_rate * elapsed * running), 1.0)
+            )
         if save:
             self._last_save = now
 

@@ -1,4 +1,5 @@
-"""The kinds the emulator serves: Kubernetes built-ins, our `StreamsApp`, and optionally kopf's peering.
+"""The kinds the emulator serves: Kubernetes built-ins, our `StreamsApp`, KEDA's `ScaledObject`, and
+optionally kopf's peering.
 
 One helper, `build_emulator()`, gives every test and the demo the same API surface; the pieces stay separate
 so that a test can register exactly what it needs.
@@ -24,6 +25,7 @@ ALL_VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "up
 STREAMSAPPS = kmock.resource(group=contract.GROUP, version=contract.VERSION, plural=contract.PLURAL)
 CLUSTER_KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="clusterkopfpeerings")
 KOPF_PEERINGS = kmock.resource(group="kopf.dev", version="v1", plural="kopfpeerings")
+KEDA_SCALED_OBJECTS = kmock.resource(group="keda.sh", version="v1alpha1", plural="scaledobjects")
 
 
 def register_streamsapp(emulator: ExtendedEmulator) -> None:
@@ -64,19 +66,29 @@ def register_kopf_peering(emulator: ExtendedEmulator) -> None:
     )
 
 
+def register_keda(emulator: ExtendedEmulator) -> None:
+    """KEDA's ScaledObject kind, as a cluster with KEDA installed serves it: an autoscaler the operator's
+    `spec.autoscaling.mode: Act` refuses to run beside when it targets the same app."""
+    emulator.resources[KEDA_SCALED_OBJECTS] = kmock.ResourceInfo(
+        kind="ScaledObject", singular="scaledobject", namespaced=True, verbs=ALL_VERBS, shortnames={"so"}
+    )
+
+
 def build_emulator(
     *,
     peering: bool = False,
     namespaces: Iterable[str] = ("default", "kube-system"),
     **options: Any,
 ) -> ExtendedEmulator:
-    """An emulator with the built-in kinds, `StreamsApp`, and the given namespaces already created.
+    """An emulator with the built-in kinds, `StreamsApp`, KEDA's `ScaledObject`, and the given namespaces
+    already created.
 
     `options` go to `ExtendedEmulator` (e.g. `bookmark_interval=0.5` in tests that wait for bookmarks).
     """
     emulator = ExtendedEmulator(**options)
     register_builtins(emulator)
     register_streamsapp(emulator)
+    register_keda(emulator)
     if peering:
         register_kopf_peering(emulator)
     for name in namespaces:

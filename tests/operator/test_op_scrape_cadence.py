@@ -1,0 +1,36 @@
+"""The scrape's cadence (`control.scrapecadence`): every pod every round while the app moves, each pod once
+per steady interval while it is steady, and a pod never read at once."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smoothscale.control.scrapecadence import ScrapeCadence, due
+
+CADENCE = ScrapeCadence(interval=1.0, steady_interval=15.0)
+PODS = [f"pod-{n}" for n in range(5)]
+
+
+def test_a_moving_app_reads_every_pod_every_round() -> None:
+    assert due(PODS, dict.fromkeys(PODS, 99.5), 100.0, steady=False, cadence=CADENCE) == frozenset(PODS)
+
+
+def test_a_steady_app_reads_a_new_pod_at_once_and_the_others_when_their_interval_is_up() -> None:
+    last = {"pod-0": 90.0, "pod-1": 85.0, "pod-2": 99.0}
+    assert due(["pod-0", "pod-1", "pod-2", "pod-3"], last, 100.0, steady=True, cadence=CADENCE) == {
+        "pod-1",
+        "pod-3",
+    }
+
+
+@given(st.lists(st.floats(0.9, 1.1), min_size=30, max_size=120), st.floats(1.0, 30.0))
+def test_a_steady_pod_is_read_about_once_per_steady_interval(gaps: list[float], steady: float) -> None:
+    """Rounds about one interval apart (a timer's jitter): a steady pod is never read twice within half an
+    interval less than the steady interval, and never left unread a round longer than that."""
+    cadence = ScrapeCadence(interval=1.0, steady_interval=steady)
+    now, last = 0.0, {"pod-0": 0.0}
+    for gap in gaps:
+        now += gap
+        if due(["pod-0"], last, now, steady=True, cadence=cadence):
+            assert now - last["pod-0"] >= steady - 0.5
+            last["pod-0"] = now
+        assert now - last["pod-0"] < steady + 1.1
