@@ -221,6 +221,7 @@ def test_a_step_with_a_fallback_or_not_following_the_plan_fails_and_says_why() -
         "plan_matches_kafka": True,
         "balanced": True,
         "violations": [],
+        "migrations": [],
     }
     assert step_failures(result) == ["the bridge fell back (unknown_client x2)"]
     result.fallbacks = {}
