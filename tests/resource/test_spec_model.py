@@ -71,8 +71,7 @@ def test_defaults_fill_every_optional_section(minimal_spec: Json) -> None:
 def test_storage_defaults(minimal_spec: Json) -> None:
     spec = StreamsAppSpec.model_validate({**minimal_spec, "storage": {"size": "1Gi"}})
     assert spec.storage is not None
-    assert spec.storage.storage_class_name is None
-    assert not spec.storage.deletes_with_app and not spec.storage.deletes_on_scale_down, "Retain"
+    assert (spec.storage.storage_class_name, spec.storage.delete_on_scale_down) == (None, True)
 
 
 def test_dump_is_camel_case_and_round_trips(example: Json) -> None:
@@ -80,7 +79,7 @@ def test_dump_is_camel_case_and_round_trips(example: Json) -> None:
     dumped = spec.model_dump(mode="json", exclude_none=True)
     assert "probingInterval" in dumped["assignment"]
     assert "nonOverlapCost" in dumped["assignment"]["rackAware"]
-    assert dumped["storage"]["retentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Delete"}
+    assert "deleteOnScaleDown" in dumped["storage"]
     assert "inputTopics" in dumped["topology"]["subtopologies"][0]
     assert StreamsAppSpec.model_validate(dumped) == spec
 

@@ -18,8 +18,6 @@ from .planner import (
 )
 from .spec import (
     AssignmentSpec,
-    ClaimRetention,
-    ClaimRetentionPolicy,
     MetricNames,
     MetricsSpec,
     PodSpecShape,
@@ -58,8 +56,6 @@ __all__ = [
     "AutoscalingStatus",
     "AutoscalingTarget",
     "ChangelogStatus",
-    "ClaimRetention",
-    "ClaimRetentionPolicy",
     "Condition",
     "ConditionStatus",
     "ConditionType",

@@ -28,7 +28,6 @@ from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .app_view import AppSource
 from .group_view import app_tasks
-from .podspec import metrics_port
 from .records import Interval
 from .scheduling import node_name
 
@@ -197,7 +196,7 @@ def observe(
     status = body.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     metrics = (body.get("spec") or {}).get("metrics") or {}
-    port = metrics_port(body.get("spec") or {})
+    port = int(metrics.get("port") or contract.DEFAULT_METRICS_PORT)
     path = str(metrics.get("path") or contract.DEFAULT_METRICS_PATH)
     publication = sandbox.publication(app)
     assignment = publication.assignment if publication is not None else {}
