@@ -6,6 +6,7 @@ The pods themselves run in the kubelet stand-in with pods faked in memory
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -131,6 +132,15 @@ class Kubectl:
         self.custom.create_namespaced_custom_object(
             "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", body
         )
+
+    def put_secret(self, name: str, data: dict[str, str]) -> None:
+        """Create the Secret `name` with `data` (plain text, encoded here), or replace its data."""
+        encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+        body = {"metadata": {"name": name}, "data": encoded}
+        try:
+            self.core.create_namespaced_secret(NAMESPACE, body)
+        except self.api_exception:
+            self.core.patch_namespaced_secret(name, NAMESPACE, {"data": encoded})
 
     def patch_app(self, name: str, patch: dict[str, Any]) -> None:
         self.custom.patch_namespaced_custom_object(
