@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from smoothscale.assignor.models import (
     BalanceBy,
@@ -52,6 +52,11 @@ __all__ = [
 _EMPTY_SECTION: dict[str, Any] = {"default": {}}
 
 
+def _no_schema_default(schema: dict[str, Any]) -> None:
+    """A field whose default depends on another field: the API server must not fill it in."""
+    schema.pop("default", None)
+
+
 def _planner_default(model: type[BaseModel], name: str) -> Any:
     """The planner's default of its field `name` (Contract 1): the one place the defaults are written, so
     an empty assignment section plans exactly as the planner would alone."""
@@ -73,6 +78,13 @@ class Runtime(StrEnum):
     """smoothscale's Python client library: the operator hands tasks over in two generations."""
     KAFKA_STREAMS = "KafkaStreams"
     """Kafka Streams with the smoothscale-streams bridge: Kafka's cooperative rebalance is the hand-over."""
+
+    @property
+    def metrics_port(self) -> int:
+        """Where the runtime serves its metrics unless `spec.metrics.port` says otherwise: the bridge's own
+        port for Kafka Streams, the client library's otherwise."""
+        bridge = self is Runtime.KAFKA_STREAMS
+        return contract.BRIDGE_METRICS_PORT if bridge else contract.DEFAULT_METRICS_PORT
 
 
 class UpdateStrategy(StrEnum):
@@ -311,7 +323,13 @@ class MetricsSpec(SpecModel):
     """Where each pod exposes its Prometheus metrics."""
 
     port: int = Field(
-        contract.DEFAULT_METRICS_PORT, ge=1, le=65535, description="Container port of the metrics endpoint."
+        contract.DEFAULT_METRICS_PORT,
+        ge=1,
+        le=65535,
+        description=f"Container port of the metrics endpoint. Unless set: {contract.DEFAULT_METRICS_PORT} "
+        f"(the client library's), {contract.BRIDGE_METRICS_PORT} (the bridge's) for runtime KafkaStreams. "
+        f"Every pod gets it as {contract.METRICS_PORT_ENV}.",
+        json_schema_extra=_no_schema_default,
     )
     path: HttpPath = Field(contract.DEFAULT_METRICS_PATH, description="HTTP path of the metrics endpoint.")
     names: MetricNames = Field(
@@ -370,6 +388,24 @@ class StreamsAppSpec(SpecModel):
         "sets spec.replicas itself), its bounds and its target (docs/autoscaling.md).",
         json_schema_extra=_EMPTY_SECTION,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runtime_metrics_port(cls, data: Any) -> Any:
+        """`metrics.port` unless set is the runtime's (`Runtime.metrics_port`): a Kafka Streams app's pods are
+        scraped where the bridge serves without a word in the spec."""
+        if not isinstance(data, dict):
+            return data
+        try:
+            runtime = Runtime(data.get("runtime") or Runtime.CLIENT_LIBRARY)
+        except ValueError:
+            return data  # the field's own validation says what is wrong
+        metrics = data.get("metrics")
+        if isinstance(metrics, MetricsSpec) and "port" not in metrics.model_fields_set:
+            return {**data, "metrics": metrics.model_copy(update={"port": runtime.metrics_port})}
+        if metrics is None or (isinstance(metrics, dict) and metrics.get("port") is None):
+            return {**data, "metrics": {**(metrics or {}), "port": runtime.metrics_port}}
+        return data
 
     def subtopology(self, name: str) -> SubtopologySpec | None:
         """The subtopology called `name`, for looking up a task's `<name>_<partition>`."""
