@@ -34,6 +34,8 @@ DASHBOARD = ROOT / "charts" / "smoothscale" / "dashboards" / "smoothscale.json"
 SMOOTHSCALE = shutil.which("smoothscale") or "smoothscale"
 JOB = "smoothscale-metrics"
 """The operator's job as the chart's ServiceMonitor names it (the metrics Service of release smoothscale)."""
+MOVING = re.compile(r"^progress: .*\b([1-9]\d*) warming", re.MULTILINE)
+"""`smoothscale status`'s progress line while copies warm up."""
 SHORT_FOR = ("scrapeFailures", "appDegraded")
 """The alerts the frozen pod must fire, their `for:` shortened to seconds for the test."""
 
@@ -132,9 +134,11 @@ def test_a_frozen_pod_fires_scrape_failures_and_degraded_and_every_panel_has_dat
     sandbox.apply(demo_app(replicas=3))
     assert settle(sandbox, APP, "create", timeout=120) is not None
     sandbox.patch_app(APP, {"spec": {"replicas": 5}})
-    _wait(lambda: (sandbox.app(APP).get("status") or {}).get("progress"), 60, "a migration in status")
-    shown = _status_command(sandbox)
-    assert "progress: " in shown and "queued behind the warmup cap" in shown, shown
+    # polled: until the new pods are ready nothing moves, and on a loaded machine active copies can fall
+    # behind for a round (a `progress` of restoring actives, gone by the next round) before warmups start
+    _wait(
+        lambda: MOVING.search(_status_command(sandbox)), 90, "the scale-out's warmups in `smoothscale status`"
+    )
     assert settle(sandbox, APP, "scale-out", timeout=120) is not None
     assert prometheus.firing() == set()
     assert sandbox.kubelet is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -157,6 +158,22 @@ def test_deletion_stops_the_worker_before_the_pod_goes_and_claims_outlive_pods(
     core.delete_namespaced_pod("orders-0", NAMESPACE)
     core.delete_namespaced_persistent_volume_claim("orders-state-0", NAMESPACE)
     eventually(lambda: not volume.exists(), timeout=15)
+
+
+def test_a_deleted_pod_goes_even_when_the_api_fails_its_release_and_removal(
+    kubelet: Kubelet, cluster: RunningEmulator, core: kubernetes.client.CoreV1Api
+) -> None:
+    """A kubelet retries the end of a graceful deletion at every pass: a pod whose finalizer release and
+    final DELETE met 500s must not stay terminating for ever (chaos found one holding its name)."""
+    core.create_namespaced_pod(NAMESPACE, _pod("orders-0", terminationGracePeriodSeconds=1))
+    assert eventually(lambda: _ready(core, "orders-0"), timeout=30)
+    kubelet.freeze("orders-0", NAMESPACE)  # ignores SIGTERM: killed after its 1 s, once the faults are armed
+    core.delete_namespaced_pod("orders-0", NAMESPACE)
+    faults = cluster.emulator.faults
+    faults.error(times=3, method="DELETE", path=re.compile(r"/pods/orders-0$"))
+    faults.error(times=3, method="PATCH", path=re.compile(r"/pods/orders-0$"))
+    assert eventually(lambda: not core.list_namespaced_pod(NAMESPACE).items, timeout=20)
+    assert faults.armed == []  # each failed at least three times first
 
 
 def test_pods_seen_together_spread_over_the_zones_and_close_stops_every_worker(

@@ -345,9 +345,8 @@ class Kubelet:
         for uid, pod in pods.items():
             node = (pod.get("spec") or {}).get("nodeName")
             if pod["metadata"].get("deletionTimestamp"):
-                releasable = uid not in self._running and uid not in self._terminating
-                if releasable and FINALIZER in (pod["metadata"].get("finalizers") or []):
-                    self._release_finalizer(pod["metadata"]["namespace"], pod["metadata"]["name"])
+                if uid not in self._running and uid not in self._terminating:
+                    self._end_deletion(pod, bound=node in ours and self._zone_of(pod) not in self._down)
             elif uid in self._binding:
                 continue  # bound, but the cache has not seen it yet: never bind a pod twice
             elif not node:
@@ -504,7 +503,7 @@ class Kubelet:
             if pod.claim is None:
                 shutil.rmtree(pod.launch.state_dir.parent, ignore_errors=True)
             self._release_finalizer(pod.namespace, pod.name)
-            self._remove(pod)
+            self._remove(pod.namespace, pod.name, pod.uid)
             self._terminating.discard(pod.uid)
             log.info("stopped %s/%s", pod.namespace, pod.name)
 
@@ -512,17 +511,27 @@ class Kubelet:
         thread.start()
         self._stopping = [(t, g) for t, g in self._stopping if t.is_alive()] + [(thread, grace)]
 
-    def _remove(self, pod: _Pod) -> None:
+    def _end_deletion(self, pod: Body, *, bound: bool) -> None:
+        """A deleted pod whose container is gone, still listed: the release of its finalizer or its removal
+        failed (the API erred), and a kubelet tries again at every pass until the pod is gone (`bound`: on a
+        node of ours that is up; a lost node's pods stay until it is back)."""
+        metadata = pod["metadata"]
+        if FINALIZER in (metadata.get("finalizers") or []):
+            self._release_finalizer(metadata["namespace"], metadata["name"])
+        if bound:
+            self._remove(metadata["namespace"], metadata["name"], metadata["uid"])
+
+    def _remove(self, namespace: str, name: str, uid: str) -> None:
         """End the graceful deletion, as a kubelet does once the pod's containers are gone: delete it again
         with no grace period (the API server keeps a deleted pod that is bound to a node until then)."""
         options = kubernetes.client.V1DeleteOptions(
-            grace_period_seconds=0, preconditions=kubernetes.client.V1Preconditions(uid=pod.uid)
+            grace_period_seconds=0, preconditions=kubernetes.client.V1Preconditions(uid=uid)
         )
         try:
-            self._core.delete_namespaced_pod(pod.name, pod.namespace, body=options)
+            self._core.delete_namespaced_pod(name, namespace, body=options)
         except kubernetes.client.ApiException as error:
             if error.status not in (404, 409):  # gone already, or a new pod of the same name
-                log.warning("could not remove pod %s/%s: %s", pod.namespace, pod.name, short_error(error))
+                log.warning("could not remove pod %s/%s: %s", namespace, name, short_error(error))
 
     def _release_finalizer(self, namespace: str, name: str) -> None:
         """Remove the stand-in's finalizer from the pod as it is now (others' finalizers stay)."""
