@@ -33,6 +33,7 @@ from .kafka_streams import KafkaStreamsCommand, by_runtime
 from .kubelet import DEFAULT_ZONES, Kubelet
 from .processruntime import worker_runtime
 from .records import read_records
+from .supervisor import Supervised
 
 # -P: the current directory must not shadow the installed modules (a stray `timeit.py` where the user
 # happens to run the demo would otherwise break prometheus_client inside the operator).
@@ -111,7 +112,7 @@ class Sandbox:
         self._cleanup = contextlib.ExitStack()
         self.cluster: ApiServer | None = None
         self.kubelet: Kubelet | None = None
-        self.operator: subprocess.Popen[bytes] | None = None
+        self._operator = Supervised(self._launch_operator, "the operator")
         self.api: kubernetes.client.ApiClient | None = None
 
     def __enter__(self) -> Sandbox:
@@ -190,7 +191,21 @@ class Sandbox:
 
     # -- the operator ---------------------------------------------------------------------------------------
 
+    @property
+    def operator(self) -> subprocess.Popen[bytes] | None:
+        """The operator's process (None while stopped, or while a crashed one waits out its back-off)."""
+        return self._operator.process
+
+    @property
+    def operator_restarts(self) -> int:
+        """How often the operator exited on its own and was started again (`supervisor`)."""
+        return self._operator.restarts
+
     def start_operator(self) -> None:
+        """Run the operator, started again whenever it exits on its own, as its Deployment's pod would be."""
+        self._operator.start()
+
+    def _launch_operator(self) -> subprocess.Popen[bytes]:
         options = {
             "--kubeconfig": self.operator_kubeconfig,
             "--scrape-interval": self._scrape_interval,
@@ -202,7 +217,7 @@ class Sandbox:
         }
         command = [*OPERATOR_COMMAND, *(f"{option}={value}" for option, value in options.items())]
         with self.operator_log.open("ab") as log:
-            self.operator = subprocess.Popen(
+            return subprocess.Popen(
                 [*command, "--no-journal-stdout"],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -211,8 +226,9 @@ class Sandbox:
             )
 
     def stop_operator(self, *, kill: bool = False) -> None:
-        """SIGTERM (kopf stops gracefully) or SIGKILL (a crash); returns once the process is gone."""
-        process, self.operator = self.operator, None
+        """SIGTERM (kopf stops gracefully) or SIGKILL (a crash); returns once the process is gone. It is not
+        started again until `start_operator()`."""
+        process = self._operator.stop()
         if process is None or process.poll() is not None:
             return
         process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
