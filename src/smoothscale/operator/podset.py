@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from smoothscale.control import names
-from smoothscale.resource import Runtime, StreamsAppSpec
+from smoothscale.resource import Runtime, StorageSpec, StreamsAppSpec
 
 from .appref import AppRef
 
@@ -110,10 +110,16 @@ def build_state_claim(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[s
             "name": names.state_claim(app.name, ordinal),
             "namespace": app.namespace,
             "labels": names.app_labels(app.name),
-            "ownerReferences": [app.owner_reference()],
+            "ownerReferences": claim_owners(app, storage),
         },
         "spec": claim_spec,
     }
+
+
+def claim_owners(app: AppRef, storage: StorageSpec) -> list[dict[str, Any]]:
+    """The owner references of the app's state claims: the app when they go with it (`whenDeleted:
+    Delete`, the garbage collector removes them), none when they outlive it (`Retain`)."""
+    return [app.owner_reference()] if storage.deletes_with_app else []
 
 
 def _state_volume(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[str, Any]:

@@ -36,6 +36,8 @@ from .kafka import KafkaSpec
 
 __all__ = [
     "AssignmentSpec",
+    "ClaimRetention",
+    "ClaimRetentionPolicy",
     "MetricNames",
     "MetricsSpec",
     "PodSpecShape",
@@ -284,6 +286,29 @@ class ScalingSpec(SpecModel):
     )
 
 
+class ClaimRetention(StrEnum):
+    """What becomes of a state claim when its pod goes for good (a StatefulSet's retention values)."""
+
+    RETAIN = "Retain"
+    DELETE = "Delete"
+
+
+class ClaimRetentionPolicy(SpecModel):
+    """When the state claims are deleted, as a StatefulSet's persistentVolumeClaimRetentionPolicy: by
+    default never, so that a mistake (a deleted StreamsApp, a scale-down too far) costs no state."""
+
+    when_deleted: ClaimRetention = Field(
+        ClaimRetention.RETAIN,
+        description="When the StreamsApp is deleted. Retain: the claims stay, and a StreamsApp of the same "
+        "name created again mounts them (its pods find their state); Delete: they go with the app.",
+    )
+    when_scaled: ClaimRetention = Field(
+        ClaimRetention.RETAIN,
+        description="When a scale-down retires a pod. Retain: its claim stays for a later scale-up to the "
+        "same ordinal; Delete: it goes with the pod.",
+    )
+
+
 class StorageSpec(SpecModel):
     """A PersistentVolumeClaim per pod ordinal for the state stores; without it state lives in emptyDir."""
 
@@ -291,11 +316,19 @@ class StorageSpec(SpecModel):
     storage_class_name: str | None = Field(
         None, description="StorageClass of the claims; absent means the cluster's default class."
     )
-    delete_on_scale_down: bool = Field(
-        True,
-        description="Delete a pod's claim when the pod is removed by a scale-down; false keeps it "
-        "(and its state) for a later scale-up to the same ordinal.",
+    retention_policy: ClaimRetentionPolicy = Field(
+        default_factory=ClaimRetentionPolicy,
+        description="When the claims are deleted (whenDeleted, whenScaled: Retain or Delete).",
+        json_schema_extra=_EMPTY_SECTION,
     )
+
+    @property
+    def deletes_on_scale_down(self) -> bool:
+        return self.retention_policy.when_scaled is ClaimRetention.DELETE
+
+    @property
+    def deletes_with_app(self) -> bool:
+        return self.retention_policy.when_deleted is ClaimRetention.DELETE
 
 
 class MetricNames(SpecModel):
