@@ -25,6 +25,8 @@ from .planner import (
 )
 from .spec import (
     AssignmentSpec,
+    ClaimRetention,
+    ClaimRetentionPolicy,
     MetricNames,
     MetricsSpec,
     PodSpecShape,
@@ -63,6 +65,8 @@ __all__ = [
     "AutoscalingStatus",
     "AutoscalingTarget",
     "ChangelogStatus",
+    "ClaimRetention",
+    "ClaimRetentionPolicy",
     "Condition",
     "ConditionStatus",
     "ConditionType",
