@@ -160,6 +160,16 @@ class Kubectl:
     def condition(self, kind: str, name: str = "orders") -> dict[str, Any]:
         return next((c for c in self.status(name).get("conditions", []) if c["type"] == kind), {})
 
+    def wait_condition(self, kind: str, what: str, timeout: float = 30.0, **wanted: str) -> dict[str, Any]:
+        """The app's condition `kind` once each `wanted` field (`status`, `reason`) has that value."""
+
+        def matching() -> dict[str, Any] | None:
+            found = self.condition(kind)
+            return found if all(found.get(field) == value for field, value in wanted.items()) else None
+
+        found: dict[str, Any] = wait_for(matching, timeout=timeout, what=what)
+        return found
+
     def pods(self, app: str = "orders") -> dict[str, Any]:
         items = self.core.list_namespaced_pod(NAMESPACE, label_selector=f"smoothscale.io/app={app}").items
         return {pod.metadata.name: pod for pod in items}

@@ -133,17 +133,12 @@ def test_changelog_end_offsets_and_the_consumer_group_are_read(
     assert kube.condition("KafkaUnavailable")["status"] == "False"
 
 
-def unavailable(kube: Kubectl) -> dict[str, Any]:
-    condition = kube.condition("KafkaUnavailable")
-    return condition if condition.get("status") == "True" else {}
-
-
 def test_an_unreachable_bootstrap_address_is_named_and_planning_goes_on(
     kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     with run_operator():
         kube.apply(kafka_app("127.0.0.1:1"))
-        condition = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable")
+        condition = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable", status="True")
         wait_for(lambda: balanced(kube.publication(), 3, 6), timeout=30, what="a plan without Kafka")
         events = kube.events()
     assert condition["reason"] == "KafkaUnreachable"
@@ -159,17 +154,16 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
 ) -> None:
     with run_operator():
         kube.apply(kafka_app(sasl_kafka.sasl_bootstrap_servers, **sasl_settings("orders-kafka")))
-        missing = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable (no Secret)")
+        missing = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable (no Secret)", status="True")
         kube.put_secret("orders-kafka", {"username": USER, "password": "wrong-password"})
-        refused = wait_for(
-            lambda: unavailable(kube).get("reason") == "KafkaAuthenticationFailed" and unavailable(kube),
-            timeout=30,
-            what="KafkaUnavailable (login refused)",
+        refused = kube.wait_condition(
+            "KafkaUnavailable",
+            "KafkaUnavailable (login refused)",
+            status="True",
+            reason="KafkaAuthenticationFailed",
         )
         kube.put_secret("orders-kafka", {"username": USER, "password": PASSWORD})
-        wait_for(
-            lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="login"
-        )
+        kube.wait_condition("KafkaUnavailable", "login", status="False")
         events = kube.events()
     assert missing["reason"] == "KafkaCredentialsInvalid"
     assert missing["message"] == f"Secret {NAMESPACE}/orders-kafka (spec.kafka.secretRef) does not exist"
@@ -197,15 +191,14 @@ def test_oauthbearer_logs_in_with_the_identity_providers_token_and_names_a_refus
             "oauthbearer": oauth,
         }
         kube.apply(kafka_app(sasl_kafka.sasl_bootstrap_servers, **settings))
-        refused = wait_for(
-            lambda: unavailable(kube).get("reason") == "KafkaAuthenticationFailed" and unavailable(kube),
-            timeout=30,
-            what="KafkaUnavailable (token refused)",
+        refused = kube.wait_condition(
+            "KafkaUnavailable",
+            "KafkaUnavailable (token refused)",
+            status="True",
+            reason="KafkaAuthenticationFailed",
         )
         kube.put_secret("orders-oauth", {"clientId": CLIENT_ID, "clientSecret": CLIENT_SECRET})
-        wait_for(
-            lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="login"
-        )
+        kube.wait_condition("KafkaUnavailable", "login", status="False")
         brokers = kube.status()["kafka"]["brokers"]
     assert refused["message"].startswith(
         f"no OAUTHBEARER token for OAuth client {CLIENT_ID!r} from {idp.url}: Failed to acquire SASL "
@@ -230,7 +223,7 @@ def test_tls_trusts_the_ca_of_the_secret_and_names_a_certificate_it_cannot_verif
     settings = {"securityProtocol": "SSL", "secretRef": {"name": "orders-tls"}}
     with run_operator():
         kube.apply(kafka_app(sasl_kafka.tls_bootstrap_servers, **settings))
-        failed = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable (unknown CA)")
+        failed = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable (unknown CA)", status="True")
         kube.put_secret("orders-tls", {"ca.crt": sasl_kafka.certificate.ca_pem})
         wait_for(lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="TLS")
         brokers = kube.status()["kafka"]["brokers"]
@@ -257,7 +250,7 @@ def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
         wait_for(lambda: balanced(kube.publication(), 3, 6), timeout=30, what="a plan")
         sasl_kafka.stop_node(1)
         try:
-            condition = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable")
+            condition = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable", status="True")
             kept = kube.status()["kafka"]
             kube.patch_app("orders", {"spec": {"replicas": 2}})
             wait_for(lambda: balanced(kube.publication(), 2, 6), timeout=40, what="a scale-in without Kafka")

@@ -64,13 +64,8 @@ def test_debug_output_and_journal_carry_no_secret_and_no_pod_spec(
             "timeout": "2s",
         }
         kube.apply(app)
-        refused = wait_for(
-            lambda: (
-                kube.condition("KafkaUnavailable").get("reason") == "KafkaAuthenticationFailed"
-                and kube.condition("KafkaUnavailable")
-            ),
-            timeout=30,
-            what="the OAuth client refused",
+        refused = kube.wait_condition(
+            "KafkaUnavailable", "the OAuth client refused", reason="KafkaAuthenticationFailed"
         )
         wait_for(lambda: balanced(kube.publication(), 2, 4), timeout=30, what="balance on 2")
         kube.patch_app(

@@ -152,6 +152,9 @@ class Kubelet:
         """The threads stopping deleted pods' containers, each with its pod's grace period."""
         self._terminating: set[str] = set()
         """Pods whose container is being stopped: their finalizer goes when the container has."""
+        self._removed: set[str] = set()
+        """Deleted pods whose final DELETE the API server took: it is not sent again, even while another's
+        finalizer keeps the pod listed."""
         self._down: set[str] = set()
         """Zones lost (`lose_zone`): no container runs there until `restore_zone`."""
         self._binding: dict[str, str] = {}
@@ -331,6 +334,7 @@ class Kubelet:
 
     def _reconcile(self) -> None:
         pods = self._pods.snapshot()
+        self._removed &= set(pods)
         self._binding = {
             uid: zone
             for uid, zone in self._binding.items()
@@ -518,7 +522,7 @@ class Kubelet:
         metadata = pod["metadata"]
         if FINALIZER in (metadata.get("finalizers") or []):
             self._release_finalizer(metadata["namespace"], metadata["name"])
-        if bound:
+        if bound and metadata["uid"] not in self._removed:
             self._remove(metadata["namespace"], metadata["name"], metadata["uid"])
 
     def _remove(self, namespace: str, name: str, uid: str) -> None:
@@ -532,6 +536,8 @@ class Kubelet:
         except kubernetes.client.ApiException as error:
             if error.status not in (404, 409):  # gone already, or a new pod of the same name
                 log.warning("could not remove pod %s/%s: %s", namespace, name, short_error(error))
+                return
+        self._removed.add(uid)
 
     def _release_finalizer(self, namespace: str, name: str) -> None:
         """Remove the stand-in's finalizer from the pod as it is now (others' finalizers stay)."""
