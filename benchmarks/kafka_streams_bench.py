@@ -275,9 +275,7 @@ def drive_smoothscale(
         app.app,
         kafka_rebalances=True,
     )
-    operator.published = first  # the pods run it: plan from it, as the operator after a restart
-    clients = operator.clients(operator.observe(0, scrape, SPEC))
-    operator.adopt(plan(operator.snapshot(0, clients)), first, 0, scrape, SPEC)
+    operator.published = first  # the pods run it: the first round plans from it, as after a restart
     while not (operator.at_rest(scrape, SPEC) and balanced(app.kafka_view(), 2 * partitions)):
         check_alive(app, started)
         now = time.monotonic() - started

@@ -57,7 +57,9 @@ def lost_pod_rounds(config: control_step.RoundConfig, seconds: list[float]) -> l
             "orders-2": PodMetrics(generation=4),
         }
         tokens = {"orders-0": "last", "orders-1": f"r{at}", "orders-2": f"r{at}"}
-        decisions, memory = control_step.step(memory, observed(at, results, tokens), config, plan)
+        decisions, memory = control_step.step_planning_inline(
+            memory, observed(at, results, tokens), config, plan
+        )
         decided.append(decisions)
     return decided
 
@@ -92,12 +94,14 @@ def test_a_pod_that_renews_again_rejoins_holding_nothing() -> None:
     }
     for at in (0.0, 10.0):
         tokens = {"orders-0": "last", "orders-1": f"r{at}", "orders-2": f"r{at}"}
-        decisions, memory = control_step.step(memory, observed(at, results, tokens), config, plan)
+        decisions, memory = control_step.step_planning_inline(
+            memory, observed(at, results, tokens), config, plan
+        )
     published = decisions.publish
     assert published is not None
     back = {pod: PodMetrics(generation=published.generation) for pod in ("orders-0", "orders-1", "orders-2")}
     tokens = {"orders-0": "again", "orders-1": "r20", "orders-2": "r20"}
-    decisions, memory = control_step.step(
+    decisions, memory = control_step.step_planning_inline(
         memory, observed(20.0, dict(back), tokens, published=published), config, plan
     )
     assert [e.reason for e in decisions.events if e.reason.startswith("Lease")] == ["LeaseRenewed"]

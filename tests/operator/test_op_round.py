@@ -8,10 +8,10 @@ new template (a swap); each change of the spec is a new `metadata.generation`. T
 bound and ready by the next round. Every round is recorded: the core's observation and memory, every pod
 listed, every metric scraped, and what was decided. Then:
 
-- the reconciler ran `round.step` once a round (twice when it planned), and `explain`, on a recorded
-  observation, runs that same `round.step`; the simulator's operator, replaying the recording (the pods
-  listed, the metrics scraped, the spec's `replicas` and template), runs `round.step` once a round too,
-  and takes the operator's pod-set steps, plans for its reasons and publishes its generations;
+- the reconciler ran `control.step.step` once a round (again with the plan, when it asked for one), and
+  `explain`, on a recorded observation, runs that same step; the simulator's operator, replaying the
+  recording (the pods listed, the metrics scraped, the spec's `replicas` and template), runs it as often
+  too, and takes the operator's pod-set steps, plans for its reasons and publishes its generations;
 - `explain`, given the observation of the round in which the operator made its first plan, plans on the
   operator's snapshot and prints the operator's plan.
 """
@@ -19,7 +19,7 @@ listed, every metric scraped, and what was decided. Then:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -196,18 +196,12 @@ async def _operator_rounds(
     real_step = control_step.step
 
     def step(
-        memory: control_step.RoundMemory,
-        seen: control_step.Observation,
-        config: control_step.RoundConfig,
-        planner: control_step.Planner,
+        memory: control_step.RoundMemory, seen: control_step.Observation, config: control_step.RoundConfig
     ) -> tuple[control_step.Decisions, control_step.RoundMemory]:
-        def recording(snapshot: Snapshot) -> Plan:
-            plan = planner(snapshot)
-            planned.append((snapshot, plan))
-            return plan
-
         core_steps.append(seen)
-        return real_step(memory, seen, config, recording)
+        if seen.plan is not None:
+            planned.append((seen.plan.request.snapshot, seen.plan.plan))
+        return real_step(memory, seen, config)
 
     monkeypatch.setattr(control_step, "step", step)
     clock = {"now": EPOCH}
@@ -352,8 +346,10 @@ async def test_the_operator_the_simulator_and_explain_decide_through_the_same_st
 ) -> None:
     steps = Calls(monkeypatch, "step")
     recorded = await _operator_rounds(cluster, tmp_path / "journal.jsonl", monkeypatch)
-    # once a round; twice when it plans (the planner runs in a thread, then the step again with the plan)
-    assert [len({id(seen) for seen in r.core}) for r in recorded] == [1] * ROUNDS
+    # once a round; when it plans, the planner runs in a thread and the next step observes the same with the
+    # plan in it
+    assert [len(r.core) for r in recorded] == [2 if r.planned else 1 for r in recorded]
+    assert all(replace(seen, plan=None) == r.core[0] for r in recorded for seen in r.core)
     assert steps.count == sum(len(r.core) for r in recorded), "the reconciler decides in the step"
     spec = load_spec(SPEC)
     simulated = Operator(
@@ -371,7 +367,7 @@ async def test_the_operator_the_simulator_and_explain_decide_through_the_same_st
         before = steps.count
         result: WakeResult = simulated.round(seconds, Replay(observed), wanted)
         where = f"round {index} at +{ROUND_SECONDS * index}s"
-        assert steps.count == before + 1, f"{where}: the simulator decides in the step"
+        assert steps.count == before + len(observed.core), f"{where}: the simulator decides in the step"
         assert _steps(result.pod_set) == observed.steps, where
         assert result.plan_reason == observed.planned, where
         assert simulated.published == observed.published, where
@@ -379,7 +375,7 @@ async def test_the_operator_the_simulator_and_explain_decide_through_the_same_st
     seen = recorded[-1].core[0]
     before = steps.count
     replan(seen)
-    assert steps.count == before + 1, "explain runs the operator's step"
+    assert steps.count == before + 2, "explain runs the operator's step, and again with the plan it asked for"
     # The sequence exercised what it is about: a first plan, the new pods, catch-ups, the drain and its
     # replacement, a retirement, a scale-in taken back, then a swap: new pods surged (the lowest free ordinal
     # first), an old pod marked for each ready new one, and every old pod retired.

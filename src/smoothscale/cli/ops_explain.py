@@ -77,7 +77,7 @@ class NoPlan(Exception):
 
 def replan(seen: Observation) -> Replanned:
     """The plan the operator would make from `seen`: its round (`control.step.step`) on a fresh memory, with
-    the planner injected as the reconciler injects it. Raises `NoPlan` when that round would not plan."""
+    planning inline where the reconciler plans in a thread. Raises `NoPlan` when that round would not plan."""
     # The planner loads numpy and scipy: only when a command explains.
     from smoothscale.assignor.planner import plan as make_plan  # noqa: PLC0415
 
@@ -87,7 +87,7 @@ def replan(seen: Observation) -> Replanned:
         planned.append(Replanned(snapshot, make_plan(snapshot)))
         return planned[-1].plan
 
-    decisions, _ = control_step.step(
+    decisions, _ = control_step.step_planning_inline(
         control_step.initial_memory(seen.now), seen, control_step.RoundConfig(), planner
     )
     if not planned:

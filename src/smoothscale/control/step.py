@@ -1,14 +1,15 @@
-"""One round of one app, decided in one place: `step(memory, observation, config, planner)` returns everything
-to do and the next memory.
+"""One round of one app, decided in one place: `step(memory, observation, config)` returns everything to do
+and the next memory.
 
 The reconciler observes (the spec, the pods listed from the API server, the nodes' zones, every pod's
 metrics, Kafka's facts, the publication in force, the clock), calls `step`, carries the decisions out (pod
 actions, the next generation) and reports them (Events, journal, metrics, status). `smoothscale explain`
 and the simulator are adapters that call the same `step` (explain on a fresh memory, the simulator every
-simulated round, with `poll` between rounds). The planner is injected: the operator runs the step in a
-thread (planning is CPU work), the simulator and the tests inline. `RoundConfig` holds the operator's
-settings and what the simulator's baselines switch off (the catch-up trigger, the probe, what a generation
-aims at); the operator runs with its defaults.
+simulated round, with `poll` between rounds). Planning is an effect: a step that wants a plan returns only
+the request (`Decisions.plan_wanted`); the adapter plans (the operator in a thread, planning being CPU work;
+the simulator, explain and tests inline, `step_planning_inline`) and its next observation carries the plan
+(`Observation.plan`). `RoundConfig` holds the operator's settings and what the simulator's baselines switch
+off (the catch-up trigger, the probe, what a generation aims at); the operator runs with its defaults.
 
 The memory (`RoundMemory`) is one immutable value: a cache or a debounce only. The publication lives in the
 ConfigMap (the reconciler re-reads it), leaving times in the pods' annotations, and a restarted operator
@@ -56,7 +57,7 @@ from .learnedtopology import with_reported_topology
 from .observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .planning import PlanningDecision, PlanningInput, decide_planning
 from .pods import PodInfo
-from .probing import PlanMemory, fingerprint, holders, settled
+from .probing import Fingerprint, PlanMemory, fingerprint, holders, settled
 from .progress import Progress, RestoreMeter, remaining_work
 from .rates import ProcessRates, owner_rates
 from .scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
@@ -80,7 +81,29 @@ from .status import (
     leaving_pods,
 )
 
-Planner = Callable[[Snapshot], Plan]
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A plan the step wants (`Decisions.plan_wanted`): the planner's input, and what the plan's memory
+    keeps of the round that asked. The adapter plans (the operator in a thread: planning is CPU work) and
+    hands the plan back in its next observation (`Observation.plan`)."""
+
+    snapshot: Snapshot
+    trigger: str
+    spec_generation: int
+    fingerprint: Fingerprint
+    tasks: frozenset[str]
+    racks: Mapping[str, list[list[str]]]
+    clients: int
+
+
+@dataclass(frozen=True)
+class PlanAnswer:
+    """The plan of a `PlanRequest`, and how long the planner took (reported with it)."""
+
+    request: PlanRequest
+    plan: Plan
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +149,8 @@ class Observation:
     renewals: Mapping[str, str] | None = None
     """Each listed pod's lease renewal token, a pod that renews not left out (`failover`); None: no lease
     is read, and no pod is failed over."""
+    plan: PlanAnswer | None = None
+    """The plan the last step asked for (`Decisions.plan_wanted`), once made."""
 
 
 Aim = Callable[
@@ -182,6 +207,8 @@ class RoundMemory:
     """The last step's decisions, while a step observing the same would repeat them (`Quiet`)."""
     leases: Leases = field(default_factory=Leases)
     """The pods' lease renewals as seen (`failover`), and whose leases have expired."""
+    requested: PlanRequest | None = None
+    """The plan the last step asked for: only its answer is taken (`Observation.plan`)."""
 
     @property
     def desired(self) -> Mapping[str, ClientAssignment] | None:
@@ -196,6 +223,8 @@ class PlanRecord:
     plan: Plan
     clients: int
     tasks: int
+    seconds: float
+    """How long the planner took."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +248,9 @@ class Decisions:
     this round publishes the next one, the warmups that just caught up and moved would be missing)."""
     progress: Progress | None = None
     """The migration in progress and its ETA (None while no task moves)."""
+    plan_wanted: PlanRequest | None = None
+    """A plan is wanted: the round ends there, with no other decision. The adapter plans and observes again,
+    the plan in the observation (`Observation.plan`); that step decides the round."""
 
 
 @dataclass(frozen=True)
@@ -352,21 +384,32 @@ def decide_pod_set(
     return decided, hold
 
 
-def step(
-    memory: RoundMemory, seen: Observation, config: RoundConfig, planner: Planner
-) -> tuple[Decisions, RoundMemory]:
+def step(memory: RoundMemory, seen: Observation, config: RoundConfig) -> tuple[Decisions, RoundMemory]:
     """One round: the decisions, and the memory after it (a steady round repeats the last one's, `Quiet`)."""
     quiet = memory.quiet
     if quiet is not None and quiet.repeats(memory, seen):
         return quiet.decisions, memory
     before = replace(memory, quiet=None) if quiet is not None else memory
-    decisions, after = _decide(before, seen, config, planner)
+    decisions, after = _decide(before, seen, config)
     if _same(after, before, _MEMORY_FIELDS):
         after = before  # nothing changed: the next step compares by identity, field by field
         steady = quiet_until(before, seen, config, decisions)
         if steady is not False:
             return decisions, replace(before, quiet=Quiet(seen, before, decisions, steady))
     return decisions, after
+
+
+def step_planning_inline(
+    memory: RoundMemory, seen: Observation, config: RoundConfig, planner: Callable[[Snapshot], Plan]
+) -> tuple[Decisions, RoundMemory]:
+    """A step for adapters that plan inline (the simulator, `explain`, tests): when the step asks for a
+    plan, `planner` makes it and the next observation is this one with the plan in it (nothing was carried
+    out in between). The reconciler does the same with the planner in a thread."""
+    decisions, memory = step(memory, seen, config)
+    wanted = decisions.plan_wanted
+    if wanted is None:
+        return decisions, memory
+    return step(memory, replace(seen, plan=PlanAnswer(wanted, planner(wanted.snapshot))), config)
 
 
 def quiet_until(
@@ -422,10 +465,9 @@ def _same(a: object, b: object, fields_of: Callable[[object], tuple[object, ...]
     return fields_of(a) == fields_of(b)
 
 
-def _decide(
-    memory: RoundMemory, seen: Observation, config: RoundConfig, planner: Planner
-) -> tuple[Decisions, RoundMemory]:
-    """One round, decided."""
+def _decide(memory: RoundMemory, seen: Observation, config: RoundConfig) -> tuple[Decisions, RoundMemory]:
+    """One round, decided; or, when it wants a plan, only that (on the memory it was given)."""
+    given = memory
     events: list[ev.AppEvent] = []
     journal: list[tuple[str, Mapping[str, Any]]] = []
     spec = seen.spec
@@ -472,7 +514,9 @@ def _decide(
         )  # None: no tasks known yet
         if planning is not None:
             kept = without_expired(pods, memory.leases)
-            decision, planned, memory = _plan(memory, seen, planning, kept, published, config, planner)
+            decision, planned, wanted, memory = _plan(memory, seen, planning, kept, published, config)
+            if wanted is not None:
+                return Decisions(plan_wanted=wanted), replace(given, requested=wanted)
         if decision.held_for:
             journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
         if planned is not None:
@@ -641,10 +685,27 @@ def _plan(
     pods: Sequence[PodInfo],
     published: Publication,
     config: RoundConfig,
-    planner: Planner,
-) -> tuple[PlanningDecision, PlanRecord | None, RoundMemory]:
+) -> tuple[PlanningDecision, PlanRecord | None, PlanRequest | None, RoundMemory]:
+    """Planning: the plan the last step asked for taken (when this observation brings it), then whether to
+    plan; a plan wanted is asked for (`PlanRequest`), not made here."""
     clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    planned = None
+    answer = seen.plan
+    if answer is not None and answer.request == memory.requested:
+        asked = answer.request
+        memory = replace(
+            memory,
+            plan=PlanMemory(
+                asked.spec_generation, asked.fingerprint, asked.snapshot.now, answer.plan, asked.tasks
+            ),
+            planned_racks=asked.racks,
+            requested=None,
+        )
+        planned = PlanRecord(
+            asked.trigger, answer.plan, asked.clients, len(asked.snapshot.tasks), answer.seconds
+        )
     staying = [p for p in pods if not (p.is_leaving or p.deleting or p.stopped)]
+    tasks = frozenset(task_ids(spec))
     decision = decide_planning(
         PlanningInput(
             memory=memory.plan,
@@ -663,25 +724,25 @@ def _plan(
             now=seen.now,
             waited=(seen.now - memory.started_at).total_seconds(),
             startup_grace=config.startup_grace,
-            tasks=frozenset(task_ids(spec)),
+            tasks=tasks,
             racks_changed=dict(seen.kafka.racks) != dict(memory.planned_racks),
             waiting_for_kafka=seen.kafka.first_read_pending,
             probing=config.probing,
             catch_up=_catches_up(config, memory.plan, seen.now),
         )
     )
-    if not decision.plan:
-        return decision, None, memory
-    snapshot = planner_snapshot(spec, seen.now, clients, published, memory, seen.kafka)
-    plan = planner(snapshot)
-    memory = replace(
-        memory,
-        plan=PlanMemory(
-            seen.spec_generation, fingerprint(clients), seen.now, plan, frozenset(task_ids(spec))
-        ),
-        planned_racks=seen.kafka.racks,
+    if not decision.plan or planned is not None:
+        return decision, planned, None, memory
+    request = PlanRequest(
+        snapshot=planner_snapshot(spec, seen.now, clients, published, memory, seen.kafka),
+        trigger=str(decision.due),
+        spec_generation=seen.spec_generation,
+        fingerprint=fingerprint(clients),
+        tasks=tasks,
+        racks=seen.kafka.racks,
+        clients=len(clients),
     )
-    return decision, PlanRecord(str(decision.due), plan, len(clients), len(snapshot.tasks)), memory
+    return decision, None, request, memory
 
 
 def _catches_up(config: RoundConfig, plan: PlanMemory | None, now: datetime) -> bool:

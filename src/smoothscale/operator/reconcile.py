@@ -34,7 +34,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
@@ -69,18 +68,6 @@ class Observation:
 
     body: Mapping[str, Any]
     zones: Mapping[str, str]
-
-
-class _PlanWanted(Exception):
-    """The step wants a plan of `snapshot` (raised by `_defer`, the planner of a step run on the loop)."""
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        super().__init__("a plan is wanted")
-        self.snapshot = snapshot
-
-
-def _defer(snapshot: Snapshot) -> Plan:
-    raise _PlanWanted(snapshot)
 
 
 @dataclass(frozen=True)
@@ -156,8 +143,8 @@ class AppReconciler:
 
     async def reconcile(self, seen: Observation) -> None:
         observed = await self._observe(seen)
-        decisions, self.memory, duration = await self._step(observed)
-        self._report_decisions(observed, decisions, duration)
+        decisions, self.memory, observed = await self._step(observed)
+        self._report_decisions(observed, decisions)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
         self.round_metrics.round(
@@ -167,19 +154,20 @@ class AppReconciler:
         if status is not None:
             await self.report.write_status(status, observed.now)
 
-    async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, float]:
-        """The core's step, on the event loop; when it wants a plan, the planner runs in a thread (planning
-        is CPU work: the loop goes on serving the other apps) and the step runs again with that plan. The
-        step is pure, so running it twice on the same inputs decides the same."""
-        try:
-            decisions, memory = control_step.step(self.memory, observed, self.config, _defer)
-            return decisions, memory, 0.0
-        except _PlanWanted as wanted:
-            started = time.perf_counter()
-            plan = await asyncio.to_thread(make_plan, wanted.snapshot)
-            duration = time.perf_counter() - started
-        decisions, memory = control_step.step(self.memory, observed, self.config, lambda _: plan)
-        return decisions, memory, duration
+    async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, Observed]:
+        """The core's step, on the event loop. When it asks for a plan, the planner runs in a thread
+        (planning is CPU work: the loop goes on serving the other apps) and the next observation is this one
+        with the plan in it (nothing was carried out in between); that step decides the round."""
+        decisions, memory = control_step.step(self.memory, observed, self.config)
+        wanted = decisions.plan_wanted
+        if wanted is None:
+            return decisions, memory, observed
+        started = time.perf_counter()
+        plan = await asyncio.to_thread(make_plan, wanted.snapshot)
+        answer = control_step.PlanAnswer(wanted, plan, time.perf_counter() - started)
+        observed = replace(observed, plan=answer)
+        decisions, memory = control_step.step(memory, observed, self.config)
+        return decisions, memory, observed
 
     def pods_changed(self) -> None:
         """A watch event about one of the app's pods (kopf's `pod_changed`): the next round lists them."""
@@ -332,7 +320,7 @@ class AppReconciler:
 
     # -- act and report --------------------------------------------------------------------------------
 
-    def _report_decisions(self, observed: Observed, decisions: Decisions, duration: float) -> None:
+    def _report_decisions(self, observed: Observed, decisions: Decisions) -> None:
         """Events and journal records, before acting: they say what the round decided, whatever happens."""
         self.report.post(decisions.events)
         for kind, fields in decisions.journal:
@@ -343,7 +331,7 @@ class AppReconciler:
         self.report.scrape(published, observed.results, decisions.failures, decisions.scraped_lag)
         planned = decisions.planned
         if planned is not None:
-            self.report.plan(planned.trigger, planned.plan, duration, planned.clients, planned.tasks)
+            self.report.plan(planned.trigger, planned.plan, planned.seconds, planned.clients, planned.tasks)
 
     async def _act(self, observed: Observed, decisions: Decisions) -> None:
         spec = observed.spec

@@ -21,9 +21,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from smoothscale.assignor.models import Task
-from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.control.snapshot import ClientObservation
 from smoothscale.simulation import invariants
 from smoothscale.simulation.autoscalers import Action, Autoscaler, AutoscaleRun, load_sample
 from smoothscale.simulation.events import FollowUp, Script
@@ -107,6 +105,25 @@ class _Observed:
 
     def lags(self, pod: str) -> dict[str, int]:
         return self.cluster.reported_lags(self.cluster.pods[self.cluster.by_name[pod]])
+
+
+@dataclass(frozen=True)
+class _HoldingEverything:
+    """The cluster at the start, as the operator's first round sees it: every pod up, ready and holding
+    every stateful task's state (lag 0), so that its first plan (through the step) is the balanced, stable
+    one an app that has long been running would have."""
+
+    view: _Observed
+    everything: dict[str, int]
+
+    def listed_pods(self) -> list[PodReport]:
+        return [replace(p, ready=True) for p in self.view.listed_pods()]
+
+    def running_pods(self) -> list[PodReport]:
+        return [replace(p, ready=True) for p in self.view.running_pods()]
+
+    def lags(self, pod: str) -> dict[str, int]:
+        return self.everything
 
 
 def build_tasks(scenario: Scenario, rng: random.Random) -> Tasks:
@@ -253,21 +270,18 @@ class Simulation:
         carry_out(decided, self.script, 0.0, timeout=None, check=self.check)
         self.script.booted.clear()  # they start with generation 1, below
         everything = {t.id: 0 for t in cluster.tasks.models if t.stateful}
-        clients = [
-            ClientObservation(p.name, p.node, None, everything, uid=p.uid)
-            for p in operator.pod_infos(self.view.listed_pods())
-        ]
-        plan = make_plan(operator.snapshot(0.0, clients))
-        publication = Publication(generation=1, assignment=dict(plan.assignment))
+        publication = operator.round(
+            0.0, _HoldingEverything(self.view, everything), self.script.spec
+        ).publication
+        assert publication is not None  # every pod reports: the step plans and publishes generation 1
         for pod in cluster.up():
-            cluster.apply(pod, 1, plan.assignment.get(pod.name, ClientAssignment()))
+            cluster.apply(pod, 1, publication.assignment.get(pod.name, ClientAssignment()))
         copies = cluster.copies
         standby_lag = np.minimum(float(scenario.initial_standby_lag_records), cluster.tasks.size[copies.task])
         copies.lag = np.where(
             copies.role == ACTIVE, 0.0, np.where(copies.role == STANDBY, standby_lag, copies.lag)
         )
         cluster.changed()
-        operator.adopt(plan, publication, 0.0, self.view, self.script.spec)
         self._initial_owners = publication.active_owner()
         self.recorder.sample(0.0)
 

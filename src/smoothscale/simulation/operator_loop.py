@@ -23,7 +23,7 @@ as it runs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -36,10 +36,10 @@ from smoothscale.control.handover import is_settled
 from smoothscale.control.names import ordinal_of
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
-from smoothscale.control.probing import PlanMemory, fingerprint, holders
+from smoothscale.control.probing import fingerprint, holders
 from smoothscale.control.progress import Progress
 from smoothscale.control.scaling import PodSetPlan
-from smoothscale.control.snapshot import ClientObservation, observed_clients, task_ids
+from smoothscale.control.snapshot import observed_clients
 from smoothscale.control.step import KafkaView, Observation, RoundConfig
 from smoothscale.resource import (
     PodTemplate,
@@ -284,23 +284,15 @@ class Operator:
         expiry = self.memory.leases.next_expiry(self._instant(now), failover)
         return None if expiry is None else (expiry - self.epoch).total_seconds()
 
-    def clients(self, seen: Observation) -> list[ClientObservation]:
-        """The pods that take part in planning, as the step's planning observes them."""
-        return observed_clients(seen.pods, seen.results, seen.zones, holders(self.published))
-
-    def snapshot(self, now: float, clients: Sequence[ClientObservation]) -> Snapshot:
-        """The planner's input (Contract 1) the step plans on, for these clients."""
-        return control_step.planner_snapshot(
-            self.spec, self._instant(now), clients, self.published, self.memory, self.kafka
-        )
-
     # -- the round, and the polls between rounds --------------------------------------------------------
 
     def round(self, now: float, view: View, wanted: AppSpec) -> WakeResult:
         """One round of the operator (a scrape, or a change of the app or its pods that its watches see):
         the step's decisions; a publication it decides is written at once."""
         seen = self.observe(now, view, wanted)
-        decisions, self.memory = control_step.step(self.memory, seen, self.round_config, self._plan)
+        decisions, self.memory = control_step.step_planning_inline(
+            self.memory, seen, self.round_config, self._plan
+        )
         if decisions.progress is not None or (self.progress and self.progress[-1][1] is not None):
             self.progress.append((now, decisions.progress))
         if decisions.publish is not None:
@@ -329,19 +321,6 @@ class Operator:
     def _written(self, publication: Publication, now: datetime) -> None:
         self.published = publication
         self.memory = control_step.after_publishing(self.memory, now)
-
-    def adopt(self, plan: Plan, publication: Publication, now: float, view: View, wanted: AppSpec) -> None:
-        """Start as if this plan had been made and published at `now` (a cluster that is already running)."""
-        self.published = publication
-        seen = self.observe(now, view, wanted)
-        memory = PlanMemory(
-            self._generation,
-            fingerprint(self.clients(seen)),
-            seen.now,
-            plan,
-            frozenset(task_ids(self.spec)),
-        )
-        self.memory = replace(self.memory, plan=memory, planned_racks=self.kafka.racks)
 
     # -- what the simulator measures ------------------------------------------------------------------
 
