@@ -57,7 +57,7 @@ def lost_pod_rounds(config: control_step.RoundConfig, seconds: list[float]) -> l
             "orders-2": PodMetrics(generation=4),
         }
         tokens = {"orders-0": "last", "orders-1": f"r{at}", "orders-2": f"r{at}"}
-        decisions, memory = control_step.step_planning_inline(
+        decisions, memory, _ = control_step.step_planning_inline(
             memory, observed(at, results, tokens), config, plan
         )
         decided.append(decisions)
@@ -68,8 +68,9 @@ def test_a_silent_holder_holds_planning_for_one_lease_then_its_tasks_start_elsew
     config = control_step.RoundConfig(failover=LEASE)
     early, late, expired = lost_pod_rounds(config, [0.0, 9.9, 10.0])
     for held in (early, late):
-        assert held.publish is None
-        assert ("plan-held", {"reason": "FirstPlan", "pods": ["orders-0"]}) in held.journal
+        assert held.publish is None and held.planning.held_for == ("orders-0",)
+    assert ("plan-held", {"reason": "FirstPlan", "pods": ["orders-0"]}) in early.journal, "journaled once"
+    assert not any(kind == "plan-held" for kind, _ in late.journal)
     assert expired.publish is not None
     owners = expired.publish.active_owner()
     assert sorted(owners) == ["0_0", "0_1", "0_2"]
@@ -81,8 +82,7 @@ def test_a_silent_holder_holds_planning_for_one_lease_then_its_tasks_start_elsew
 
 def test_without_a_lease_a_silent_holder_holds_planning_for_good() -> None:
     for decisions in lost_pod_rounds(control_step.RoundConfig(), [0.0, 10.0, 600.0]):
-        assert decisions.publish is None
-        assert decisions.journal[-1][0] == "plan-held"
+        assert decisions.publish is None and decisions.planning.held_for == ("orders-0",)
 
 
 def test_a_pod_that_renews_again_rejoins_holding_nothing() -> None:
@@ -94,14 +94,14 @@ def test_a_pod_that_renews_again_rejoins_holding_nothing() -> None:
     }
     for at in (0.0, 10.0):
         tokens = {"orders-0": "last", "orders-1": f"r{at}", "orders-2": f"r{at}"}
-        decisions, memory = control_step.step_planning_inline(
+        decisions, memory, _ = control_step.step_planning_inline(
             memory, observed(at, results, tokens), config, plan
         )
     published = decisions.publish
     assert published is not None
     back = {pod: PodMetrics(generation=published.generation) for pod in ("orders-0", "orders-1", "orders-2")}
     tokens = {"orders-0": "again", "orders-1": "r20", "orders-2": "r20"}
-    decisions, memory = control_step.step_planning_inline(
+    decisions, memory, _ = control_step.step_planning_inline(
         memory, observed(20.0, dict(back), tokens, published=published), config, plan
     )
     assert [e.reason for e in decisions.events if e.reason.startswith("Lease")] == ["LeaseRenewed"]

@@ -51,7 +51,7 @@ class FakeReconciler:
     def failed(self) -> None:
         raise AssertionError("no round fails here")
 
-    def next_probe(self) -> datetime | None:
+    def wake_at(self) -> datetime | None:
         return None
 
     def handover_poll_delay(self) -> float | None:

@@ -122,9 +122,11 @@ def test_the_mean_decays_with_the_age_of_samples_not_their_number() -> None:
     rates = rates.observe({"0_0": 200.0}, NOW + timedelta(seconds=60))
     assert rates.means()["0_0"] == pytest.approx(100 + 100 * (1 - math.exp(-1)))
     burst = ProcessRates(time_constant=60).observe({"0_0": 100.0}, NOW)
-    for tick in range(1, 11):  # ten rounds within one second (pod events): together they weigh 1/60
-        burst = burst.observe({"0_0": 1_000.0}, NOW + timedelta(seconds=tick / 10))
-    assert burst.means()["0_0"] == pytest.approx(100 + 900 * (1 - math.exp(-1 / 60)))
+    for tick in range(1, 11):  # ten reads within one second (pod events): together they weigh 1/60
+        burst = burst.observe({"0_0": 1_000.0 + tick % 2}, NOW + timedelta(seconds=tick / 10))
+    assert burst.means()["0_0"] == pytest.approx(100 + 900 * (1 - math.exp(-1 / 60)), rel=1e-3)
+    again = burst.observe({"0_0": 1_000.0}, NOW + timedelta(seconds=30))
+    assert again == burst, "the last read seen again by a later round is not a new sample"
     burst = burst.observe({"0_1": 5.0}, NOW)
     assert set(burst.means()) == {"0_0", "0_1"}, "tasks are averaged independently"
 

@@ -66,7 +66,7 @@ def test_a_failed_scrape_counts_for_a_ready_pod_or_one_holding_tasks_never_for_o
         "orders-3": DOWN,  # still starting, holds nothing
     }
     memory = control_step.initial_memory(NOW)
-    decisions, memory = control_step.step_planning_inline(
+    decisions, memory, _ = control_step.step_planning_inline(
         memory, seen(pods, results, published), control_step.RoundConfig(), no_planner
     )
     assert sorted(decisions.failures) == ["orders-0", "orders-1"]
@@ -79,7 +79,7 @@ def test_a_pod_that_vanished_is_lost_unless_the_operator_deleted_it() -> None:
     memory = replace(control_step.initial_memory(NOW), known_pods=frozenset({f"{APP}-{n}" for n in range(4)}))
     memory = replace(memory, deleted_by_us=frozenset({f"{APP}-3"}))
     pods = [pod(0), pod(2)]  # orders-1 vanished; orders-3 too, deleted by the operator
-    decisions, after = control_step.step_planning_inline(
+    decisions, after, _ = control_step.step_planning_inline(
         memory,
         seen(pods, {p.name: metrics[p.name] for p in pods}),
         control_step.RoundConfig(),
@@ -168,7 +168,7 @@ def test_a_leaving_kafka_streams_pod_is_retired_only_once_it_runs_the_generation
             "orders-2": PodMetrics(generation=orders_2_runs),
         }
         observed = replace(seen(pods, results, moved), spec=spec, revision=template_revision(spec))
-        decisions, _ = control_step.step_planning_inline(
+        decisions, _, _ = control_step.step_planning_inline(
             control_step.initial_memory(NOW), observed, control_step.RoundConfig(), _plan
         )
         assert decisions.pod_set is not None

@@ -60,7 +60,7 @@ def rounds(protocol: str | None, *reads: Mapping[int, str | None] | None) -> lis
     memory = control_step.initial_memory(NOW)
     seen = []
     for at, assignors in enumerate(reads):
-        decisions, memory = control_step.step_planning_inline(
+        decisions, memory, _ = control_step.step_planning_inline(
             memory, observe(protocol, assignors, at), control_step.RoundConfig(), planner
         )
         assert decisions.status is not None

@@ -87,13 +87,11 @@ def replan(seen: Observation) -> Replanned:
         planned.append(Replanned(snapshot, make_plan(snapshot)))
         return planned[-1].plan
 
-    decisions, _ = control_step.step_planning_inline(
+    decisions, _, _ = control_step.step_planning_inline(
         control_step.initial_memory(seen.now), seen, control_step.RoundConfig(), planner
     )
     if not planned:
-        held = [fields for kind, fields in decisions.journal if kind == "plan-held"]
-        why = f"no metrics from {', '.join(held[0]['pods'])}" if held else "no pod that stays can take tasks"
-        raise NoPlan(f"the operator would not plan now: {why}")
+        raise NoPlan(f"the operator would not plan now: {decisions.planning.waits or 'no plan is due'}")
     return planned[0]
 
 

@@ -31,6 +31,11 @@ class FallbackMemory:
     last: Problem | None = None
     last_at: datetime | None = None
 
+    @property
+    def expires(self) -> datetime | None:
+        """When the last fallback stops being recent (status no longer reports it)."""
+        return None if self.last_at is None else self.last_at + RECENT
+
 
 def observe_fallbacks(
     memory: FallbackMemory, results: Mapping[str, ScrapeResult], now: datetime

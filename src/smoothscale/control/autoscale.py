@@ -104,6 +104,10 @@ class ScaleDownHold:
 
     since: datetime | None = None
 
+    def ends(self, window: timedelta | None) -> datetime | None:
+        """When the held scale-down goes ahead whatever the warmups do (None: none is held)."""
+        return None if self.since is None or window is None else self.since + window
+
     def replicas(
         self, wanted: int, staying: int, migrating: bool, window: timedelta | None, now: datetime
     ) -> tuple[int, ScaleDownHold]:

@@ -7,7 +7,7 @@ figure of the operator's own decisions.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from smoothscale.assignor.models import CatchUpTrigger
@@ -56,6 +56,9 @@ class PlanningInput:
     """The input partitions' racks read from Kafka differ from those the last plan used."""
     waiting_for_kafka: bool = False
     """`spec.kafka` is set and its first read has not finished: planning waits (a few timeouts at most)."""
+    moments: Sequence[datetime | None] = ()
+    """When the caller's clock-driven inputs (`starting`, `waited`, `catch_up`) may change: the decision's
+    `recheck_at` counts them."""
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,22 @@ class PlanningDecision:
     """Plan now: `due` is set and nothing holds it."""
     held_for: tuple[str, ...] = ()
     """Pods holding published tasks that reported no metrics: planning is held until they do or are gone."""
+    waits: str | None = None
+    """Why a plan that is due is not made yet, in words (`explain` says it)."""
+    recheck_at: datetime | None = None
+    """The first moment after `now` at which the same observation may decide otherwise: the follow-up
+    probe, or one of the input's `moments` (None: none)."""
 
 
 def decide_planning(given: PlanningInput) -> PlanningDecision:
+    """Whether to plan now, why, and when to decide again if nothing else changes."""
+    decided = _decide(given)
+    probe = given.memory.next_probe if given.memory is not None and given.probing else None
+    later = [m for m in (*given.moments, probe) if m is not None and m > given.now]
+    return replace(decided, recheck_at=min(later)) if later else decided
+
+
+def _decide(given: PlanningInput) -> PlanningDecision:
     memory = given.memory
     ready = (
         given.catch_up
@@ -96,14 +112,15 @@ def decide_planning(given: PlanningInput) -> PlanningDecision:
     if due is None:
         return PlanningDecision()
     if given.waiting_for_kafka:
-        return PlanningDecision(due)
+        return PlanningDecision(due, waits="Kafka's first read (spec.kafka) has not finished")
     missing = missing_holders(given.published, [c.pod for c in given.clients], given.reported)
     if missing:
-        return PlanningDecision(due, held_for=tuple(missing))
+        return PlanningDecision(due, held_for=tuple(missing), waits=f"no metrics from {', '.join(missing)}")
     if not any(c.leaving_since is None for c in given.clients):
-        return PlanningDecision(due)  # no pod that stays is scheduled yet: there is nowhere to put tasks
+        # no pod that stays is scheduled yet: there is nowhere to put tasks
+        return PlanningDecision(due, waits="no pod that stays can take tasks")
     if first_plan_waits(given.published, given.staying, given.reported, given.waited, given.startup_grace):
-        return PlanningDecision(due)
+        return PlanningDecision(due, waits="the first plan waits for every pod to report (start-up grace)")
     if new_pods_wait(given.published, [c.pod for c in given.clients], given.starting, given.reported):
-        return PlanningDecision(due)
+        return PlanningDecision(due, waits="new pods are starting (start-up grace)")
     return PlanningDecision(due, plan=True)

@@ -53,13 +53,20 @@ class ProcessRates:
     time_constant: float = TIME_CONSTANT_SECONDS
     _means: Mapping[str, float] = field(default_factory=dict)
     _sampled_at: Mapping[str, datetime] = field(default_factory=dict)
+    _samples: Mapping[str, float] = field(default_factory=dict)
+    """Each task's sample last folded in."""
 
     def observe(self, rates: Mapping[str, float], now: datetime) -> ProcessRates:
-        """These means with one round's samples folded in; a task's first sample is its mean."""
-        if not rates:
+        """These means with one round's new samples folded in; a task's first sample is its mean. A sample
+        equal to the one last folded is the same read seen again (a steady pod is read every
+        `steady_scrape_interval`, its app observed every round): folding it again would make the means
+        depend on how often the app was observed, and a round skipped (`Stepped.repeats`) decide otherwise
+        than one stepped."""
+        fresh = {task: rate for task, rate in rates.items() if self._samples.get(task) != rate}
+        if not fresh:
             return self
         means, sampled_at = dict(self._means), dict(self._sampled_at)
-        for task, rate in rates.items():
+        for task, rate in fresh.items():
             last = sampled_at.get(task)
             if last is None:
                 means[task] = rate
@@ -68,7 +75,7 @@ class ProcessRates:
                 keep = math.exp(-age / self.time_constant)
                 means[task] = keep * means[task] + (1 - keep) * rate
             sampled_at[task] = now
-        return replace(self, _means=means, _sampled_at=sampled_at)
+        return replace(self, _means=means, _sampled_at=sampled_at, _samples={**self._samples, **fresh})
 
     def means(self) -> dict[str, float]:
         return dict(self._means)

@@ -82,6 +82,8 @@ class PodSetPlan:
     create: tuple[int, ...] = ()
     leaving_since: dict[str, datetime] = field(default_factory=dict)
     """Every leaving pod's `since`, as the planner must see it this round."""
+    recheck_at: datetime | None = None
+    """The first scale-down timeout still ahead of a leaving pod (when it is retired with tasks)."""
 
     @property
     def empty(self) -> bool:
@@ -130,7 +132,10 @@ def plan_pod_set(given: PodSetInput) -> PodSetPlan:
 
     restart = _restart(given, running, staying_after, wanted)
     create = _free_ordinals(given, wanted)
+    timeout = given.scale_down_timeout
+    timeouts = [since[p.name] + timedelta(seconds=timeout) for p in leaving] if timeout is not None else []
     return PodSetPlan(
+        recheck_at=min(timeouts) if timeouts else None,
         stamp_leaving=stamp,
         mark_leaving=tuple(marks),
         unmark_leaving=tuple(unmark),

@@ -2,7 +2,7 @@
 
 A pod's lag matters while something moves (a warmup catching up, a hand-over, a pod starting or leaving) and
 hardly while nothing does: a steady app's pods report the same lag round after round. So a steady app (the
-step found its last round silent and settled: `step.Quiet`) has each pod read once every
+last step found it at rest: `Decisions.at_rest`, `step.Stepped.steady`) has each pod read once every
 `steady_interval`, and anything that breaks the steadiness (a new generation, a pod event, a lag or rate
 that changed in the last read, a scrape failure) has the next round read every pod again. Scraping less,
 rather than more cheaply, is what keeps a steady operator's CPU low at a thousand pods.

@@ -29,10 +29,9 @@ The order of the decisions matters for safety and is the one of `docs/architectu
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from operator import attrgetter
-from typing import Any, Literal
+from typing import Any
 
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
@@ -49,7 +48,6 @@ from ..resource import (
 from . import events as ev
 from . import failover, streamsassignor
 from .appreport import AppReport, observe_app_report, report_problems
-from .assignorfallbacks import RECENT as FALLBACK_RECENT
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
 from .failover import Failover, Leases, without_expired
 from .handover import HandOverWait
@@ -203,12 +201,12 @@ class RoundMemory:
     """The last `streamsassignor.check` that read the brokers (its Events are posted when it changes)."""
     restore: RestoreMeter = field(default_factory=RestoreMeter)
     """The measured restore rates and the running migration's progress (`progress`)."""
-    quiet: Quiet | None = None
-    """The last step's decisions, while a step observing the same would repeat them (`Quiet`)."""
     leases: Leases = field(default_factory=Leases)
     """The pods' lease renewals as seen (`failover`), and whose leases have expired."""
     requested: PlanRequest | None = None
     """The plan the last step asked for: only its answer is taken (`Observation.plan`)."""
+    held_for: tuple[str, ...] = ()
+    """The pods planning was last held for (journaled when it changes)."""
 
     @property
     def desired(self) -> Mapping[str, ClientAssignment] | None:
@@ -248,6 +246,10 @@ class Decisions:
     this round publishes the next one, the warmups that just caught up and moved would be missing)."""
     progress: Progress | None = None
     """The migration in progress and its ETA (None while no task moves)."""
+    at_rest: bool = False
+    """Nothing in motion and nothing decided (`_at_rest`): the pods may be read at the steady cadence."""
+    planning: PlanningDecision = field(default_factory=PlanningDecision)
+    """Whether a plan was due, and what holds or delays it (`explain` says it)."""
     plan_wanted: PlanRequest | None = None
     """A plan is wanted: the round ends there, with no other decision. The adapter plans and observes again,
     the plan in the observation (`Observation.plan`); that step decides the round."""
@@ -264,44 +266,32 @@ class PollDecisions:
 
 
 @dataclass(frozen=True)
-class Quiet:
-    """A steady round's decisions, which a later step repeats without deciding again while it observes what
-    `seen` observed (its time aside), on the memory this one left, before `until` (None: no clock-driven
-    decision is pending).
-
-    The step is pure: the same memory and the same observation make the same decisions. So a round that
-    left its memory as it found it, observing what the last one observed, decides what the last one decided,
-    unless one of the decisions depends on the clock. `quiet` grants this only to a silent, settled round
-    (no Event, no journal record, no pod action, no plan, no generation, the status as written: nothing in
-    motion, no pod leaving, starting or unready, no scale-down held), whose only clock-driven decisions
-    left are the ones `until` is the first of: the plan's follow-up probe, the catch-up delay, the start-up
-    grace, a recent assignor fallback expiring. A steady app's rounds then only observe: deciding again
-    every round was a fifth of a steady operator's CPU."""
+class Stepped:
+    """A step as an adapter keeps it until the next one: what it observed, what it decided, and when a
+    time-based rule among its decisions may decide otherwise (`wake_at`, None: none)."""
 
     seen: Observation
-    memory: RoundMemory
     decisions: Decisions
-    until: datetime | None
+    wake_at: datetime | None
 
-    def repeats(self, memory: RoundMemory, seen: Observation) -> bool:
-        """Whether a step of `seen` on `memory` decides what this one decided."""
-        if self.until is not None and seen.now >= self.until:
-            return False
-        return _same(memory, self.memory, _MEMORY_FIELDS) and _same(seen, self.seen, _OBSERVED_FIELDS)
+    def repeats(self, seen: Observation) -> bool:
+        """Whether a step of `seen`, on the memory this step left (nothing replaced it since: no poll, no
+        publication), would decide nothing new: this step acted on no pod (pod actions change what the next
+        round lists), no rule's moment has come, and nothing observed has changed (the time aside). The
+        adapter may then skip it: the step is pure, and every rule that reads the clock reports its moment
+        in `wake_at`."""
+        pod_set = self.decisions.pod_set
+        return (
+            (pod_set is None or pod_set.empty)
+            and (self.wake_at is None or seen.now < self.wake_at)
+            and replace(seen, now=self.seen.now, plan=self.seen.plan) == self.seen
+        )
 
-
-def steady(memory: RoundMemory, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> bool:
-    """Whether the app is steady for the round about to observe `spec` and `pods`: its last step was quiet
-    (`Quiet`), nothing has changed the memory since (a poll, a publication), and the spec and the pods are
-    the very ones that step saw. Only then may the round read its pods at the steady cadence
-    (`scrapecadence`): anything else is in motion and reads every pod."""
-    quiet = memory.quiet
-    return (
-        quiet is not None
-        and quiet.seen.spec is spec
-        and quiet.seen.pods is pods
-        and _same(memory, quiet.memory, _MEMORY_FIELDS)
-    )
+    def steady(self, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> bool:
+        """Whether the app is steady for the round about to observe `spec` and `pods`: this step found it
+        at rest (`Decisions.at_rest`) and they are the ones it saw. Only then may the round read its pods
+        at the steady cadence (`scrapecadence`): anything else is in motion and reads every pod."""
+        return self.decisions.at_rest and self.seen.spec == spec and self.seen.pods == pods
 
 
 def initial_memory(now: datetime) -> RoundMemory:
@@ -358,7 +348,7 @@ def decide_pod_set(
     hold: ScaleDownHold,
     now: datetime,
     still_running: Collection[str] = (),
-) -> tuple[PodSetPlan, ScaleDownHold]:
+) -> tuple[PodSetPlan, ScaleDownHold, datetime | None]:
     """The pod-set steps toward `replicas` pods of `revision` (a scale-down held by the stabilisation window
     while warmups are in flight), and the window's state after this round. `still_running`: pods that may
     still run tasks the publication no longer gives them (`_not_yet_revoked`): not retired as drained."""
@@ -381,93 +371,43 @@ def decide_pod_set(
             now=now,
         )
     )
-    return decided, hold
+    return decided, hold, _earliest(decided.recheck_at, hold.ends(policy.stabilization))
 
 
-def step(memory: RoundMemory, seen: Observation, config: RoundConfig) -> tuple[Decisions, RoundMemory]:
-    """One round: the decisions, and the memory after it (a steady round repeats the last one's, `Quiet`)."""
-    quiet = memory.quiet
-    if quiet is not None and quiet.repeats(memory, seen):
-        return quiet.decisions, memory
-    before = replace(memory, quiet=None) if quiet is not None else memory
-    decisions, after = _decide(before, seen, config)
-    if _same(after, before, _MEMORY_FIELDS):
-        after = before  # nothing changed: the next step compares by identity, field by field
-        steady = quiet_until(before, seen, config, decisions)
-        if steady is not False:
-            return decisions, replace(before, quiet=Quiet(seen, before, decisions, steady))
-    return decisions, after
+def step(
+    memory: RoundMemory, seen: Observation, config: RoundConfig
+) -> tuple[Decisions, RoundMemory, datetime | None]:
+    """One round: the decisions, the memory after it, and when to look again at the latest (`wake_at`):
+    the first moment at which a time-based rule may decide otherwise on the same observation (None: no
+    rule waits on the clock). A step that asks for a plan, or that measures a migration over time, wants
+    the next round whatever it observes (`wake_at` is now)."""
+    decisions, after, moments = _decide(memory, seen, config)
+    if decisions.plan_wanted is not None or decisions.progress is not None:
+        return decisions, after, seen.now
+    later = [moment for moment in moments if moment is not None and moment > seen.now]
+    return decisions, after, min(later) if later else None
 
 
 def step_planning_inline(
     memory: RoundMemory, seen: Observation, config: RoundConfig, planner: Callable[[Snapshot], Plan]
-) -> tuple[Decisions, RoundMemory]:
+) -> tuple[Decisions, RoundMemory, datetime | None]:
     """A step for adapters that plan inline (the simulator, `explain`, tests): when the step asks for a
     plan, `planner` makes it and the next observation is this one with the plan in it (nothing was carried
     out in between). The reconciler does the same with the planner in a thread."""
-    decisions, memory = step(memory, seen, config)
+    decisions, memory, wake_at = step(memory, seen, config)
     wanted = decisions.plan_wanted
     if wanted is None:
-        return decisions, memory
+        return decisions, memory, wake_at
     return step(memory, replace(seen, plan=PlanAnswer(wanted, planner(wanted.snapshot))), config)
 
 
-def quiet_until(
-    memory: RoundMemory, seen: Observation, config: RoundConfig, decisions: Decisions
-) -> datetime | Literal[False] | None:
-    """Until when a step observing `seen` again, on `memory` (which the step that made `decisions` left
-    unchanged), makes the same decisions: the first clock-driven decision still pending (None: none is), or
-    False when the round is not silent and settled (`Quiet`). Each condition below stands for the clock's
-    part in a decision: a pod leaving (its scale-down timeout), starting (the start-up grace) or unready; a
-    warmup or a revocation (the hand-over's schedule, the stabilisation window); a held scale-down."""
-    published = seen.published
-    spec = seen.spec
-    plan = memory.plan
-    if (
-        spec is None
-        or published is None
-        or plan is None
-        or decisions.events
-        or decisions.journal
-        or decisions.lost
-        or decisions.failures
-        or (decisions.pod_set is not None and not decisions.pod_set.empty)
-        or decisions.planned is not None
-        or decisions.publish is not None
-        or (decisions.status is not None and decisions.status != seen.previous_status)
-        or published.revoking
-        or any(roles.warmup for roles in published.assignment.values())
-        or memory.waits.awaited(published)
-        or memory.waits.published_at is None
-        or memory.hold.since is not None
-        or any(p.is_leaving or p.deleting or p.stopped or not p.ready for p in seen.pods)
-    ):
-        return False
-    grace = timedelta(seconds=config.startup_grace)
-    pending = [memory.started_at + grace]
-    pending += [p.created + grace for p in seen.pods if p.created is not None]
-    if config.probing and plan.next_probe is not None:
-        pending.append(plan.next_probe)
-    if config.catch_up_after is not None:
-        pending.append(plan.planned_at + timedelta(seconds=config.catch_up_after))
-    fallback_at = memory.app_report.fallbacks.last_at
-    if fallback_at is not None:
-        pending.append(fallback_at + FALLBACK_RECENT)
-    if config.failover is not None and (expiry := memory.leases.next_expiry(seen.now, config.failover)):
-        pending.append(expiry)
-    due = [moment for moment in pending if moment > seen.now]
-    return min(due) if due else None
-
-
-def _same(a: object, b: object, fields_of: Callable[[object], tuple[object, ...]]) -> bool:
-    """Equal in every field `fields_of` reads (unchanged values are the same objects: mostly identity checks,
-    which the comparison of two tuples makes element by element before any `==`, in C)."""
-    return fields_of(a) == fields_of(b)
-
-
-def _decide(memory: RoundMemory, seen: Observation, config: RoundConfig) -> tuple[Decisions, RoundMemory]:
-    """One round, decided; or, when it wants a plan, only that (on the memory it was given)."""
+def _decide(
+    memory: RoundMemory, seen: Observation, config: RoundConfig
+) -> tuple[Decisions, RoundMemory, list[datetime | None]]:
+    """One round, decided, with the moments at which a time-based rule among its decisions may decide
+    otherwise; or, when it wants a plan, only that (on the memory it was given)."""
     given = memory
+    wake: list[datetime | None] = []
     events: list[ev.AppEvent] = []
     journal: list[tuple[str, Mapping[str, Any]]] = []
     spec = seen.spec
@@ -492,18 +432,21 @@ def _decide(memory: RoundMemory, seen: Observation, config: RoundConfig) -> tupl
     app_report, reported = observe_app_report(memory.app_report, seen.results, working, seen.now)
     events += reported
     memory = replace(memory, app_report=app_report)
+    wake.append(app_report.fallbacks.expires)
     if config.failover is not None and seen.renewals is not None:
         leases = memory.leases.observe(seen.renewals, [p.name for p in seen.pods], seen.now, config.failover)
         events += failover.events(memory.leases, leases)
         journal += failover.journal(memory.leases, leases)
         memory = replace(memory, leases=leases)
+        wake.append(leases.next_expiry(seen.now, config.failover))
     pods: Sequence[PodInfo] = seen.pods
     pod_set = None
     planned = None
     decision = PlanningDecision()
     if seen.published is not None and spec is not None:
-        pod_set, hold = _pod_set(spec, seen, published, memory)
+        pod_set, hold, pod_set_wake = _pod_set(spec, seen, published, memory)
         memory = replace(memory, hold=hold)
+        wake.append(pod_set_wake)
         if not pod_set.empty:
             events += ev.pod_set_events(pod_set, seen.app)
             memory = replace(memory, deleted_by_us=memory.deleted_by_us | _deletions(pod_set))
@@ -516,13 +459,16 @@ def _decide(memory: RoundMemory, seen: Observation, config: RoundConfig) -> tupl
             kept = without_expired(pods, memory.leases)
             decision, planned, wanted, memory = _plan(memory, seen, planning, kept, published, config)
             if wanted is not None:
-                return Decisions(plan_wanted=wanted), replace(given, requested=wanted)
-        if decision.held_for:
-            journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
+                return Decisions(plan_wanted=wanted), replace(given, requested=wanted), []
+            wake.append(decision.recheck_at)
         if planned is not None:
             events += ev.rack_events(
                 None if before is None else before.plan.rack_unknown, planned.plan.rack_unknown
             )
+    if decision.held_for != memory.held_for:
+        if decision.held_for:
+            journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
+        memory = replace(memory, held_for=decision.held_for)
     publish = None
     if seen.published is not None and working is not None:
         memory = replace(
@@ -547,8 +493,28 @@ def _decide(memory: RoundMemory, seen: Observation, config: RoundConfig) -> tupl
         status=status,
         scraped_lag=active_lag(published, seen.results)[0],
         progress=progress,
+        planning=decision,
     )
-    return decisions, memory
+    return replace(decisions, at_rest=_at_rest(memory, seen, decisions)), memory, wake
+
+
+def _at_rest(memory: RoundMemory, seen: Observation, decisions: Decisions) -> bool:
+    """The app is at rest after this round: it decided nothing (no Event, journal record, pod action, plan
+    or generation), its last plan is stable and published as planned, no hand-over waits, no scale-down is
+    held, and every pod is ready and staying."""
+    published = seen.published
+    return (
+        seen.spec is not None
+        and published is not None
+        and settled(memory.plan, published)
+        and not (decisions.events or decisions.journal or decisions.lost or decisions.failures)
+        and (decisions.pod_set is None or decisions.pod_set.empty)
+        and decisions.planned is None
+        and decisions.publish is None
+        and not memory.waits.awaited(published)
+        and memory.hold.since is None
+        and all(p.ready and not (p.is_leaving or p.deleting or p.stopped) for p in seen.pods)
+    )
 
 
 def _progress(
@@ -616,7 +582,7 @@ def after_publishing(memory: RoundMemory, now: datetime) -> RoundMemory:
 
 def _pod_set(
     spec: StreamsAppSpec, seen: Observation, published: Publication, memory: RoundMemory
-) -> tuple[PodSetPlan, ScaleDownHold]:
+) -> tuple[PodSetPlan, ScaleDownHold, datetime | None]:
     policy = scaling_policy(
         spec.scaling,
         spec.replicas,
@@ -634,6 +600,11 @@ def _pod_set(
         seen.now,
         still_running=_not_yet_revoked(seen, published) if spec.runtime is Runtime.KAFKA_STREAMS else (),
     )
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    known = [moment for moment in moments if moment is not None]
+    return min(known) if known else None
 
 
 def _not_yet_revoked(seen: Observation, published: Publication) -> set[str]:
@@ -706,6 +677,7 @@ def _plan(
         )
     staying = [p for p in pods if not (p.is_leaving or p.deleting or p.stopped)]
     tasks = frozenset(task_ids(spec))
+    grace = timedelta(seconds=config.startup_grace)
     decision = decide_planning(
         PlanningInput(
             memory=memory.plan,
@@ -729,6 +701,13 @@ def _plan(
             waiting_for_kafka=seen.kafka.first_read_pending,
             probing=config.probing,
             catch_up=_catches_up(config, memory.plan, seen.now),
+            # the moments its clock-driven rules may decide otherwise: a start-up grace ending, the catch-up
+            # delay passing (the probe's is the plan's own)
+            moments=(
+                memory.started_at + grace,
+                *(p.created + grace for p in staying if p.created is not None),
+                _catch_up_from(config, memory.plan),
+            ),
         )
     )
     if not decision.plan or planned is not None:
@@ -747,8 +726,14 @@ def _plan(
 
 def _catches_up(config: RoundConfig, plan: PlanMemory | None, now: datetime) -> bool:
     """Whether a copy the last plan waits for plans again once it has caught up (`catch_up_after`)."""
+    since = _catch_up_from(config, plan)
+    return plan is None or (since is not None and now >= since)
+
+
+def _catch_up_from(config: RoundConfig, plan: PlanMemory | None) -> datetime | None:
+    """From when a copy the last plan waits for plans again once caught up (None: never, or no plan)."""
     after = config.catch_up_after
-    return plan is None or (after is not None and (now - plan.planned_at).total_seconds() >= after)
+    return None if plan is None or after is None else plan.planned_at + timedelta(seconds=after)
 
 
 def _wait(
@@ -842,7 +827,3 @@ def _plan_outcome(memory: PlanMemory | None) -> PlanOutcome | None:
         probe_reason=followup.reason if followup is not None else None,
         rack_unknown=memory.plan.rack_unknown,
     )
-
-
-_MEMORY_FIELDS = attrgetter(*(f.name for f in fields(RoundMemory) if f.name != "quiet"))
-_OBSERVED_FIELDS = attrgetter(*(f.name for f in fields(Observation) if f.name != "now"))

@@ -6,7 +6,8 @@ published generation at that moment); the other fields depend on the kind:
 
 - `plan`: `reason` (why it planned), `stable`, `durationSeconds`, `stats` (the plan's stats), `followup`
   (reason and probeAfterSeconds, or null), `warmups` ([{task, pod}]), `clients`, `tasks`;
-- `plan-held`: `reason`, `pods` (holders whose metrics are missing);
+- `plan-held`: `reason`, `pods` (holders whose metrics are missing), when planning starts to be held for
+  them or for other pods;
 - `publication`: `reason` (the event reason), `revoking` ({task: {owner, generation}}), `active`,
   `standby`, `warmup` (counts), `moves` ([{task, from, to}] made active on a new pod in this generation);
 - `handover`: `task`, `from`, `to`, `step` (`revoked` or `completed`);

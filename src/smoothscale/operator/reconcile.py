@@ -122,7 +122,8 @@ class AppReconciler:
         self._spec_read: _SpecRead | None = None
         self._pod_events = 0
         self._pods_read: _PodsRead | None = None
-        self._urls: tuple[tuple[PodInfo, ...], MetricsSpec, Mapping[str, str]] | None = None
+        self._last: control_step.Stepped | None = None
+        """The last step, while the memory is the one it left (a poll or a publication replaces it)."""
         self.cadence = scrapecadence.ScrapeCadence(
             context.config.scrape_interval, context.config.steady_scrape_interval
         )
@@ -143,7 +144,15 @@ class AppReconciler:
 
     async def reconcile(self, seen: Observation) -> None:
         observed = await self._observe(seen)
-        decisions, self.memory, observed = await self._step(observed)
+        last = self._last
+        if last is not None and last.repeats(observed):
+            # the last step's decisions stand: nothing observed changed and no rule's moment has come
+            status = await self.autoscaling.round(observed, self.memory, last.decisions)
+            if status is not None:
+                await self.report.write_status(status, observed.now)
+            return
+        decisions, self.memory, wake_at, observed = await self._step(observed)
+        self._last = control_step.Stepped(observed, decisions, wake_at)
         self._report_decisions(observed, decisions)
         await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
@@ -154,20 +163,20 @@ class AppReconciler:
         if status is not None:
             await self.report.write_status(status, observed.now)
 
-    async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, Observed]:
+    async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, datetime | None, Observed]:
         """The core's step, on the event loop. When it asks for a plan, the planner runs in a thread
         (planning is CPU work: the loop goes on serving the other apps) and the next observation is this one
         with the plan in it (nothing was carried out in between); that step decides the round."""
-        decisions, memory = control_step.step(self.memory, observed, self.config)
+        decisions, memory, wake_at = control_step.step(self.memory, observed, self.config)
         wanted = decisions.plan_wanted
         if wanted is None:
-            return decisions, memory, observed
+            return decisions, memory, wake_at, observed
         started = time.perf_counter()
         plan = await asyncio.to_thread(make_plan, wanted.snapshot)
         answer = control_step.PlanAnswer(wanted, plan, time.perf_counter() - started)
         observed = replace(observed, plan=answer)
-        decisions, memory = control_step.step(memory, observed, self.config)
-        return decisions, memory, observed
+        decisions, memory, wake_at = control_step.step(memory, observed, self.config)
+        return decisions, memory, wake_at, observed
 
     def pods_changed(self) -> None:
         """A watch event about one of the app's pods (kopf's `pod_changed`): the next round lists them."""
@@ -175,11 +184,12 @@ class AppReconciler:
 
     def failed(self) -> None:
         self._pods_read = None  # a round cut short may have changed pods: list them again
+        self._last = None  # and what it decided may not all be done: step again
         self.report.failed()
 
-    def next_probe(self) -> datetime | None:
-        plan = self.memory.plan
-        return plan.next_probe if plan is not None else None
+    def wake_at(self) -> datetime | None:
+        """When the last step's first time-based rule may decide otherwise (None: none waits)."""
+        return self._last.wake_at if self._last is not None else None
 
     def forget(self) -> None:
         self.kafka.close()
@@ -208,8 +218,9 @@ class AppReconciler:
                     group.view, self.publication, facts.partitions, facts.changelog_offsets
                 )
         elif working is not None:
-            urls = self._metrics_urls(pods, working.metrics)
-            results = await self._scrape(urls, working.metrics, control_step.steady(self.memory, spec, pods))
+            urls = _metrics_urls(pods, working.metrics)
+            steady = self._last is not None and self._last.steady(spec, pods)
+            results = await self._scrape(urls, working.metrics, steady)
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observed(
@@ -304,20 +315,6 @@ class AppReconciler:
         except CorruptAssignment as error:
             return ConfigMapRead(now, unreadable=str(error))
 
-    def _metrics_urls(self, pods: tuple[PodInfo, ...], metrics: MetricsSpec) -> Mapping[str, str]:
-        """Every running pod with an address (a pod without one has not started: nothing to ask); the very
-        same value while the pods and the metrics settings are (the step compares it by identity)."""
-        last = self._urls
-        if last is not None and last[0] is pods and last[1] is metrics:
-            return last[2]
-        urls = {
-            p.name: url
-            for p in pods
-            if p.alive and not p.deleting and (url := metrics_url(p, metrics)) is not None
-        }
-        self._urls = (pods, metrics, urls)
-        return urls
-
     # -- act and report --------------------------------------------------------------------------------
 
     def _report_decisions(self, observed: Observed, decisions: Decisions) -> None:
@@ -369,6 +366,7 @@ class AppReconciler:
         generations = {pod: r.generation if isinstance(r, PodMetrics) else None for pod, r in results.items()}
         polled = control_step.poll(self.memory, self.publication, generations)
         self.memory = polled.memory
+        self._last = None  # the memory changed: the next round steps
         if polled.acknowledged:
             self.report.journal(
                 "handover-poll", pods=sorted(polled.acknowledged), polls=polled.memory.waits.polls
@@ -394,7 +392,17 @@ class AppReconciler:
                 self.configmap = None  # someone else wrote or deleted it: read it again next round
             raise
         self.memory = control_step.after_publishing(self.memory, self.ctx.clock())
+        self._last = None  # the memory changed: the next round steps
         self.report.publication(read.published.publication, candidate, self.memory.desired or {})
+
+
+def _metrics_urls(pods: tuple[PodInfo, ...], metrics: MetricsSpec) -> Mapping[str, str]:
+    """Every running pod with an address (a pod without one has not started: nothing to ask)."""
+    return {
+        p.name: url
+        for p in pods
+        if p.alive and not p.deleting and (url := metrics_url(p, metrics)) is not None
+    }
 
 
 def _on_streams_protocol(spec: StreamsAppSpec) -> bool:

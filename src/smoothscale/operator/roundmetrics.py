@@ -1,9 +1,10 @@
 """The operator's metrics that one round's decisions give, per app: rounds, copies per pod and zone, lag,
 conditions, the migration's progress and ETA, assignor fallbacks, lost pods, Kafka errors.
 
-The chart's alert rules and Grafana dashboard read them (docs/alerts.md). A steady round repeats the very
-same values (the step's `Quiet`: the pods' tuple, the publication, the status), so each group is recomputed
-only when its inputs are other objects than last time, and a series is written only when it changed.
+The chart's alert rules and Grafana dashboard read them (docs/alerts.md). A round that observes what the
+last step observed is not decided again (`control.step.Stepped.repeats`) and writes nothing here; of the
+others, each group is recomputed only when its inputs are other objects than last time, and a series is
+written only when it changed.
 """
 
 from __future__ import annotations

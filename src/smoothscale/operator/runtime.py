@@ -3,7 +3,9 @@
 One loop per app (inside kopf's daemon for that app, so peering stops it when another operator takes over,
 and deletion of the app ends it): reconciliations of an app never overlap. The loop runs a round every scrape
 interval, or earlier when woken: by a change of the app or of one of its pods (debounced, so that a burst of
-changes makes one round), or by a planner follow-up that falls due before the next scrape. While it waits, a
+changes makes one round), or by the moment the last step said a time-based rule falls due (`wake_at`: a
+follow-up probe, a start-up grace, a scale-down timeout...). A round that observes what the last step
+observed, before that moment, is not decided again (`control.step.Stepped.repeats`). While it waits, a
 pending hand-over is polled (`AppReconciler.poll_handover`) in the same loop, so polls never overlap rounds.
 """
 
@@ -74,10 +76,11 @@ class AppRuntime:
         return self.reconciler.app
 
     def _next_delay(self) -> float:
-        probe = self.reconciler.next_probe()
-        if probe is None:
+        """Until the next scrape, or earlier when the last step's first time-based rule falls due."""
+        wake_at = self.reconciler.wake_at()
+        if wake_at is None:
             return self._interval
-        return max(0.0, min(self._interval, (probe - self._clock()).total_seconds()))
+        return max(0.0, min(self._interval, (wake_at - self._clock()).total_seconds()))
 
     async def _wait(self, seconds: float) -> bool:
         """Wait `seconds` for the next round (True if woken early), following any pending hand-over

@@ -221,8 +221,8 @@ class Scraper:
     cannot make healthy pods queued behind them time out).
 
     A pod whose exposition is byte for byte the one it sent last time (a steady pod: no lag, the same
-    changelog ends) is not parsed again: its last `PodMetrics` is returned, the very same value, which
-    also makes the round's comparison with the last observation (`control.step.Quiet`) an identity check.
+    changelog ends) is not parsed again: its last `PodMetrics` is returned, the very same value (which the
+    round's comparison with the last observation, `control.step.Stepped.repeats`, finds equal at once).
     """
 
     def __init__(self, *, timeout: float, concurrency: int = 64) -> None:

@@ -290,7 +290,7 @@ class Operator:
         """One round of the operator (a scrape, or a change of the app or its pods that its watches see):
         the step's decisions; a publication it decides is written at once."""
         seen = self.observe(now, view, wanted)
-        decisions, self.memory = control_step.step_planning_inline(
+        decisions, self.memory, _ = control_step.step_planning_inline(
             self.memory, seen, self.round_config, self._plan
         )
         if decisions.progress is not None or (self.progress and self.progress[-1][1] is not None):
