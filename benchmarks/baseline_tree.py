@@ -71,11 +71,12 @@ def _package_tree(sha: str, package: str) -> str:
     sys.exit(f"--baseline {sha}: the commit has no {package} package")
 
 
-def worker_environment(source: Path | None) -> dict[str, str]:
-    """This process's environment, with `source` (a `baseline_tree` folder) first on PYTHONPATH if given."""
+def worker_environment(*sources: Path | None) -> dict[str, str]:
+    """This process's environment, with `sources` (`baseline_tree` folders) first on PYTHONPATH if given."""
     env = dict(os.environ)
-    if source is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
+    first = [str(source) for source in sources if source is not None]
+    if first:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, env.get("PYTHONPATH")]))
     return env
 
 

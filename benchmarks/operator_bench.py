@@ -25,8 +25,8 @@ last line is one JSON object of figures.
     python benchmarks/operator_bench.py --quick --baseline main   # steady state, same-run A/B against main
 
 With `--baseline <git-ref>` only the steady state runs, alternately by that commit's operator (its
-`operator/` extracted under `.cache/operator-baseline/<sha>/`, first on the operator process's PYTHONPATH)
-and by the checkout's, `--rounds` times each, so that machine load hits both sides alike; the last line gives
+`operator/` and `control/` extracted under `.cache/<package>-baseline/<sha>/`, first on the operator
+process's PYTHONPATH) and by the checkout's, `--rounds` times each, so that machine load hits both sides alike; the last line gives
 both sides' figures, their medians and the ratio of the CPU per pod scrape (below 1: cheaper now).
 """
 
@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,10 +137,10 @@ def cluster(tick: float, restore_rate: float) -> Iterator[Cluster]:
 
 @contextmanager
 def operator(
-    running: RunningEmulator, scrape_interval: float, log: Path, source: Path | None = None
+    running: RunningEmulator, scrape_interval: float, log: Path, sources: Sequence[Path] = ()
 ) -> Iterator[int]:
-    """`smoothscale operator` as a process of its own, its `smoothscale.operator` from `source` (a
-    `baseline_tree` folder) if given, else the checkout's; yields its pid."""
+    """`smoothscale operator` as a process of its own, its `smoothscale.operator` and `smoothscale.control`
+    from `sources` (`baseline_tree` folders) if given, else the checkout's; yields its pid."""
     command = [
         SMOOTHSCALE,
         "operator",
@@ -153,7 +153,7 @@ def operator(
     ]
     with log.open("ab") as output:
         process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, env=worker_environment(source)
+            command, stdout=output, stderr=subprocess.STDOUT, env=worker_environment(*sources)
         )
     try:
         yield process.pid
@@ -267,13 +267,13 @@ def _promotion_delays(
 
 
 def steady_state(
-    apps: int, window: float, log: Path, settle_timeout: float = 600.0, source: Path | None = None
+    apps: int, window: float, log: Path, settle_timeout: float = 600.0, sources: Sequence[Path] = ()
 ) -> dict[str, Any]:
     """Measurement 3: `apps` apps of 10 pods, converged, scraped every `STEADY_SCRAPE_INTERVAL`, by the
-    checkout's operator or `source`'s."""
+    checkout's operator or the one of `sources`."""
     with (
         cluster(tick=0.5, restore_rate=1_000_000) as c,
-        operator(c.running, STEADY_SCRAPE_INTERVAL, log, source) as pid,
+        operator(c.running, STEADY_SCRAPE_INTERVAL, log, sources) as pid,
     ):
         started = time.monotonic()
         for index in range(apps):
@@ -318,12 +318,13 @@ def compare_steady(
 ) -> dict[str, Any]:
     """The steady state, same run, by the operator at `ref` (before) and the checkout's (after), in
     alternating order (before first, then after first), `rounds` times each: the medians and their ratio."""
-    sha, baseline = baseline_tree(ref, "operator", "reconcile.py")
+    sha, operator_tree = baseline_tree(ref, "operator", "reconcile.py")
+    _, control_tree = baseline_tree(ref, "control", "step.py")
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     for turn in range(rounds):
-        sides: list[tuple[str, Path | None]] = [("before", baseline), ("after", None)]
-        for side, source in sides if turn % 2 == 0 else sides[::-1]:
-            figures = steady_state(apps, window, log, settle_timeout, source)
+        sides: list[tuple[str, Sequence[Path]]] = [("before", (operator_tree, control_tree)), ("after", ())]
+        for side, sources in sides if turn % 2 == 0 else sides[::-1]:
+            figures = steady_state(apps, window, log, settle_timeout, sources)
             print(f"steady state, {side}: {figures}", flush=True)
             runs[side].append(figures)
     result: dict[str, Any] = {"baseline_commit": sha, "steady_apps": apps, "rounds": rounds}

@@ -14,7 +14,9 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from smoothscale.operator.scrape import InvalidMetricsError, PodMetrics, ScrapeFailure, Scraper, parse_metrics
+from smoothscale.control.exposition import InvalidMetricsError, parse_metrics
+from smoothscale.control.observed import PodMetrics, ScrapeFailure
+from smoothscale.operator.scrape import Scraper
 from smoothscale.resource import MetricNames
 
 NAMES = MetricNames()

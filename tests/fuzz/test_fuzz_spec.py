@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from smoothscale.control.snapshot import build_tasks
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.podset import build_pod, template_revision
-from smoothscale.resource import load_spec, planner_config, spec_problems
+from smoothscale.operator.podset import build_pod
+from smoothscale.resource import load_spec, planner_config, spec_problems, template_revision
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = yaml.safe_load((ROOT / "crds" / "streamsapp.yaml").read_text())

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from install_testkit import CHART, ROOT
 
 from smoothscale.cli.main import cli
-from smoothscale.operator.crd import REGENERATE_COMMAND, crd_yaml
+from smoothscale.resource.crd import REGENERATE_COMMAND, crd_yaml
 
 
 def test_chart_ships_the_generated_crd() -> None:

@@ -11,11 +11,11 @@ from test_op_reporting import conditions, status_input
 
 from smoothscale.control.appreport import AppReport, observe_app_report, report_problems
 from smoothscale.control.assignorfallbacks import RECENT
+from smoothscale.control.exposition import parse_metrics
 from smoothscale.control.learnedtopology import with_reported_topology
 from smoothscale.control.observed import LearnedSubtopology, PodMetrics, ScrapeResult
 from smoothscale.control.snapshot import task_ids
 from smoothscale.control.status import build_status
-from smoothscale.operator.scrape import parse_metrics
 from smoothscale.resource import InvalidSpecError, MetricNames, load_spec
 
 NOW = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)

@@ -12,14 +12,9 @@ from smoothscale.contract.configmap import CorruptAssignment, from_configmap
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.control import names
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.podset import (
-    KAFKA_STREAMS_GRACE_SECONDS,
-    build_pod,
-    build_state_claim,
-    template_revision,
-)
+from smoothscale.operator.podset import KAFKA_STREAMS_GRACE_SECONDS, build_pod, build_state_claim
 from smoothscale.operator.publish import build_assignment_configmap
-from smoothscale.resource import StreamsAppSpec, load_spec
+from smoothscale.resource import StreamsAppSpec, load_spec, template_revision
 
 APP = AppRef("streams", "orders", "uid-1")
 

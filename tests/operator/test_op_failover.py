@@ -14,8 +14,7 @@ from smoothscale.control import step as control_step
 from smoothscale.control.failover import Failover, Leases
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
-from smoothscale.operator.podset import template_revision
-from smoothscale.resource import load_spec
+from smoothscale.resource import load_spec, template_revision
 
 APP = "orders"
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)

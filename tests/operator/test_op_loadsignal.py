@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from smoothscale.contract.publication import ClientAssignment, Publication
+from smoothscale.control.exposition import InvalidMetricsError, parse_metrics
 from smoothscale.control.loadsignal import LoadSignal
 from smoothscale.control.observed import PodMetrics
-from smoothscale.operator.scrape import InvalidMetricsError, parse_metrics
 from smoothscale.resource import MetricNames
 
 PUBLISHED = Publication(

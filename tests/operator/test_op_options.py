@@ -11,16 +11,11 @@ from op_testkit import Kubectl, actives, streamsapp, wait_for
 
 from smoothscale.assignor.models import CatchUpTrigger, ClientTarget, Plan, PlanStats
 from smoothscale.contract.publication import ClientAssignment, Publication
+from smoothscale.control.exposition import InvalidMetricsError, parse_metrics
+from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure
 from smoothscale.control.probing import caught_up_moves
 from smoothscale.control.rates import ProcessRates, owner_rates
 from smoothscale.control.snapshot import IDLE_WEIGHT_FRACTION, build_snapshot, task_weights
-from smoothscale.operator.scrape import (
-    FailureReason,
-    InvalidMetricsError,
-    PodMetrics,
-    ScrapeFailure,
-    parse_metrics,
-)
 from smoothscale.resource import MetricNames, StreamsAppSpec, load_spec
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 

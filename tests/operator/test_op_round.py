@@ -40,9 +40,8 @@ from smoothscale.control.snapshot import build_tasks
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.podset import template_revision
 from smoothscale.operator.reconcile import AppReconciler, Observation
-from smoothscale.resource import load_spec, planner_config
+from smoothscale.resource import load_spec, planner_config, template_revision
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport, WakeResult
 from smoothscale.simulation.strategies import make_strategy

@@ -16,8 +16,7 @@ from smoothscale.control.handover import HandOverWait
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.probing import PlanMemory
-from smoothscale.operator.podset import template_revision
-from smoothscale.resource import load_spec
+from smoothscale.resource import load_spec, template_revision
 
 APP = "orders"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -14,16 +14,9 @@ from op_testkit import pod_record
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.operator.scrape import (
-    FailureReason,
-    InvalidMetricsError,
-    PodMetrics,
-    ScrapeFailure,
-    Scraper,
-    _samples,
-    metrics_url,
-    parse_metrics,
-)
+from smoothscale.control.exposition import InvalidMetricsError, _samples, metrics_url, parse_metrics
+from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure
+from smoothscale.operator.scrape import Scraper
 from smoothscale.resource import MetricNames, MetricsSpec
 
 NAMES = MetricNames()

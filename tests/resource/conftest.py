@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from smoothscale.operator.crd import build_crd
+from smoothscale.resource.crd import build_crd
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "streamsapp.yaml"

@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from smoothscale.cli.main import cli
-from smoothscale.operator.crd import REGENERATE_COMMAND, crd_yaml
+from smoothscale.resource.crd import REGENERATE_COMMAND, crd_yaml
 
 Json = dict[str, Any]
 

@@ -22,7 +22,7 @@ import click
 def crd_command(outputs: tuple[Path, ...]) -> None:
     """Generate the StreamsApp CustomResourceDefinition as YAML."""
     # Imported here so that `smoothscale --help` does not build pydantic models it will not use.
-    from smoothscale.operator.crd import crd_yaml  # noqa: PLC0415
+    from smoothscale.resource.crd import crd_yaml  # noqa: PLC0415
 
     text = crd_yaml()
     if not outputs:

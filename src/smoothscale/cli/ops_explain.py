@@ -28,8 +28,7 @@ from smoothscale.control.observed import PodMetrics
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.snapshot import task_ids
 from smoothscale.control.step import Observation
-from smoothscale.operator.podset import template_revision
-from smoothscale.resource import InvalidSpecError, StreamsAppSpec, load_spec
+from smoothscale.resource import InvalidSpecError, StreamsAppSpec, load_spec, template_revision
 
 if TYPE_CHECKING:
     from smoothscale.assignor.models import Plan, Snapshot

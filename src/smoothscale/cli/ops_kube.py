@@ -174,17 +174,14 @@ def change(dry_run: bool, description: str, apply: Callable[[], object]) -> None
 def pod_metrics(pods: list[PodInfo], metrics: MetricsSpec) -> dict[str, PodMetrics]:
     """The pods' metrics, scraped as the operator does (pods that do not answer are left out: from
     outside the cluster pod IPs are often unreachable, and the commands then show what the status says)."""
-    # The scraper's module loads aiohttp: only when a command scrapes.
-    from smoothscale.operator.scrape import InvalidMetricsError, metrics_url, parse_metrics  # noqa: PLC0415
+    # The reader loads prometheus-client's parser: only when a command scrapes.
+    from smoothscale.control.exposition import InvalidMetricsError, parse_metrics, scrape_targets  # noqa: PLC0415
 
     out: dict[str, PodMetrics] = {}
-    for pod in pods:
-        url = metrics_url(pod, metrics)
-        if url is None or pod.deleting:
-            continue
+    for pod, url in scrape_targets(pods, metrics).items():
         try:
             with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT) as response:
-                out[pod.name] = parse_metrics(response.read().decode(), metrics.names)
+                out[pod] = parse_metrics(response.read().decode(), metrics.names)
         except (OSError, InvalidMetricsError):
             continue
     return out

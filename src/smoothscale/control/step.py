@@ -140,7 +140,7 @@ class Observation:
     unreadable: str | None = None
     """Why the ConfigMap could not be read."""
     revision: str = ""
-    """The spec's template revision (`podset.template_revision`)."""
+    """The spec's template revision (`resource.template_revision`)."""
     kafka: KafkaView = field(default_factory=KafkaView)
     urls: Mapping[str, str] = field(default_factory=dict)
     """Where each running pod was scraped: the hand-over's polls between rounds ask the same addresses."""

@@ -12,8 +12,6 @@ template already defines wins, except the reserved labels.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from typing import Any
 
 from smoothscale.control import names
@@ -39,12 +37,6 @@ CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
 }
-
-
-def template_revision(spec: StreamsAppSpec) -> str:
-    """A short, stable hash of the pod template: pods built from another template have another revision."""
-    canonical = json.dumps(_template(spec), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
 
 
 def _template(spec: StreamsAppSpec) -> dict[str, Any]:

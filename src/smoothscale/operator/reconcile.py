@@ -39,12 +39,20 @@ from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.control import names, scrapecadence
 from smoothscale.control import step as control_step
+from smoothscale.control.exposition import scrape_targets
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
 from smoothscale.control.status import Problem
 from smoothscale.control.step import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
 from smoothscale.control.step import Observation as Observed
-from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, StreamsAppSpec, load_spec
+from smoothscale.resource import (
+    GroupProtocol,
+    InvalidSpecError,
+    MetricsSpec,
+    StreamsAppSpec,
+    load_spec,
+    template_revision,
+)
 
 from .appref import AppRef
 from .autoscaling import AppAutoscaling
@@ -54,12 +62,10 @@ from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
 from .podactions import PodSetActions
-from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
 from .retention import ClaimOwnership
 from .roundmetrics import RoundMetrics
-from .scrape import metrics_url
 
 
 @dataclass(frozen=True)
@@ -218,7 +224,7 @@ class AppReconciler:
                     group.view, self.publication, facts.partitions, facts.changelog_offsets
                 )
         elif working is not None:
-            urls = _metrics_urls(pods, working.metrics)
+            urls = scrape_targets(pods, working.metrics)
             steady = self._last is not None and self._last.steady(spec, pods)
             results = await self._scrape(urls, working.metrics, steady)
         status = seen.body.get("status") or {}
@@ -394,15 +400,6 @@ class AppReconciler:
         self.memory = control_step.after_publishing(self.memory, self.ctx.clock())
         self._last = None  # the memory changed: the next round steps
         self.report.publication(read.published.publication, candidate, self.memory.desired or {})
-
-
-def _metrics_urls(pods: tuple[PodInfo, ...], metrics: MetricsSpec) -> Mapping[str, str]:
-    """Every running pod with an address (a pod without one has not started: nothing to ask)."""
-    return {
-        p.name: url
-        for p in pods
-        if p.alive and not p.deleting and (url := metrics_url(p, metrics)) is not None
-    }
 
 
 def _on_streams_protocol(spec: StreamsAppSpec) -> bool:

@@ -23,6 +23,7 @@ from .planner import (
     scale_down_timeout_seconds,
     scaling_policy,
 )
+from .revision import template_revision
 from .spec import (
     AssignmentSpec,
     ClaimRetention,
@@ -110,4 +111,5 @@ __all__ = [
     "scaling_policy",
     "semantic_problems",
     "spec_problems",
+    "template_revision",
 ]

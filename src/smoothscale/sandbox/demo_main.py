@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from smoothscale.contract import names as contract
-from smoothscale.operator.crd import crd_yaml
+from smoothscale.resource.crd import crd_yaml
 
 from .addresses import port_free
 from .background import running

@@ -14,7 +14,7 @@ from typing import Any
 import kmock
 
 from smoothscale.contract import names as contract
-from smoothscale.operator.crd import build_crd
+from smoothscale.resource.crd import build_crd
 
 from .api import ExtendedEmulator
 from .scale import ScalePaths

@@ -12,11 +12,11 @@ from typing import Any
 
 import yaml
 
-from smoothscale.resource import names
-from smoothscale.resource.app import StreamsApp
-from smoothscale.resource.openapi import structural_schema
-from smoothscale.resource.spec import StreamsAppSpec
-from smoothscale.resource.status import StreamsAppStatus
+from . import names
+from .app import StreamsApp
+from .openapi import structural_schema
+from .spec import StreamsAppSpec
+from .status import StreamsAppStatus
 
 __all__ = ["REGENERATE_COMMAND", "build_crd", "crd_yaml", "openapi_schema"]
 
