@@ -72,3 +72,23 @@ async def test_a_hand_over_completes_between_two_rounds() -> None:
     await asyncio.wait_for(running, timeout=5)
     assert reconciler.rounds == 1, "polls are not rounds: the next round is 30 s away"
     assert reconciler.published_at_poll == 3 and reconciler.polls == 3, "no poll once nothing is awaited"
+
+
+class NowReconciler(FakeReconciler):
+    """A reconciler whose every step wants the next round (its `wake_at` is the step's own time)."""
+
+    def wake_at(self) -> datetime | None:
+        return datetime.now(UTC)
+
+    def handover_poll_delay(self) -> float | None:
+        return None
+
+
+async def test_a_step_that_wants_every_round_waits_for_the_next_scrape_not_less() -> None:
+    reconciler = NowReconciler(acknowledge_after=1)
+    runtime = AppRuntime(reconciler, interval=0.2, debounce=0.0, clock=lambda: datetime.now(UTC))  # type: ignore[arg-type]
+    running = asyncio.create_task(runtime.run(lambda: Observation(body={}, zones={})))
+    await asyncio.sleep(0.5)
+    runtime.stop()
+    await running
+    assert reconciler.rounds <= 4, "a round every scrape interval, no busy loop"
