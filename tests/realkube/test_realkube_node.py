@@ -34,7 +34,8 @@ from smoothscale.resource import load_spec
 from smoothscale.sandbox.control_plane import Binaries, ControlPlane, RunningControlPlane
 from smoothscale.sandbox.envexpansion import expand_words
 from smoothscale.sandbox.kafka.broker import KafkaCluster
-from smoothscale.sandbox.podspec import container_env
+from smoothscale.sandbox.kubelet import read_env_sources
+from smoothscale.sandbox.podspec import container_env, unresolved
 from smoothscale.sandbox.real_node import ZONE_LABEL, NodeBinaries, RealNode, RunningNode
 from smoothscale.sandbox.real_node_demo import (
     APP_NAMESPACE,
@@ -198,6 +199,7 @@ def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(node_cluster: Nod
 # -- $(NAME) expansion: the kubelet stand-in against the real kubelet ----------------------------------------
 
 ENV_APP = AppRef("default", "expansion", "uid-expansion")
+OPTIONAL_X = {"key": "x", "optional": True}
 ENV_CASES: list[dict[str, Any]] = [
     {"name": "EARLY", "value": "early"},
     {"name": "DEFINED", "value": "$(EARLY)-x"},
@@ -225,9 +227,27 @@ ENV_CASES: list[dict[str, Any]] = [
     {"name": "STATE_DIR", "value": "$(SMOOTHSCALE_STATE_DIR)/x"},
     {"name": "CLIENT_ID", "value": "$(SMOOTHSCALE_POD_NAME)-$(SMOOTHSCALE_NAMESPACE)-$(SMOOTHSCALE_APP)"},
     {"name": "PORTS", "value": "$(SMOOTHSCALE_METRICS_PORT) $(SMOOTHSCALE_ASSIGNMENT_CONFIGMAP)"},
+    {"name": "FROM_CONFIGMAP", "valueFrom": {"configMapKeyRef": {"name": "env-config", "key": "color"}}},
+    {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "env-secret", "key": "token"}}},
+    {
+        "name": "ABSENT_KEY",
+        "valueFrom": {"configMapKeyRef": {"name": "env-config", "key": "x", "optional": True}},
+    },
+    {
+        "name": "ABSENT_MAP",
+        "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "x", "optional": True}},
+    },
+    {"name": "FROM_ENV_FROM", "value": "$(CFG_color)-$(token)-$(CFG_ref)-$(FROM_CONFIGMAP)"},
+    {"name": "CFG_color", "value": "red"},
     {"name": "LATE", "value": "late"},
 ]
 """A template's tricky variables, after the operator's own (`build_pod` puts them first)."""
+ENV_FROM: list[dict[str, Any]] = [
+    {"prefix": "CFG_", "configMapRef": {"name": "env-config"}},
+    {"secretRef": {"name": "env-secret"}},
+    {"configMapRef": {"name": "absent", "optional": True}},
+]
+"""Variables of a ConfigMap and a Secret, before the whole `env` list; an optional one that does not exist."""
 ENV_ARGS = ["$(LATE)", "$(NOPE)", "$$(EARLY)", "$(CHAIN)", "$(SMOOTHSCALE_POD_NAME)", "$(", "$$", "$(PATH)"]
 """`args` expand from the final environment: later variables too."""
 PRINT_ENV = (
@@ -253,6 +273,7 @@ def test_the_stand_ins_env_expansion_is_the_real_kubelets(node_cluster: NodeClus
                     "command": ["python", "-c", PRINT_ENV, "$(EARLY)", "$(UNDEFINED)"],
                     "args": ENV_ARGS,
                     "env": ENV_CASES,
+                    "envFrom": ENV_FROM,
                 }
             ],
         },
@@ -262,6 +283,10 @@ def test_the_stand_ins_env_expansion_is_the_real_kubelets(node_cluster: NodeClus
     pod["spec"]["restartPolicy"] = "Never"
     with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
         core = kubernetes.client.CoreV1Api(api)
+        config = {"color": "blue", "ref": "$(EARLY)"}
+        core.create_namespaced_config_map("default", {"metadata": {"name": "env-config"}, "data": config})
+        secret = {"metadata": {"name": "env-secret"}, "stringData": {"token": "s3cr3t"}}
+        core.create_namespaced_secret("default", secret)
         core.create_namespaced_pod("default", pod)
         try:
 
@@ -272,19 +297,26 @@ def test_the_stand_ins_env_expansion_is_the_real_kubelets(node_cluster: NodeClus
 
             ran = wait_for(reported, timeout=180, what="the container's report (its termination message)")
             running = api.sanitize_for_serialization(ran)
+            sources = read_env_sources(core, running)  # as the stand-in reads them
         finally:
             core.delete_namespaced_pod(pod["metadata"]["name"], "default", grace_period_seconds=0)
+            core.delete_namespaced_config_map("env-config", "default")
+            core.delete_namespaced_secret("env-secret", "default")
     terminated = running["status"]["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 0, terminated
     real = json.loads(terminated["message"])
-    stand_in = container_env(running, running["status"]["podIP"])
+    assert not unresolved(running, sources)
+    stand_in = container_env(running, running["status"]["podIP"], sources=sources)
     listed = {variable["name"] for variable in running["spec"]["containers"][0]["env"]}
-    assert {name: real["env"].get(name) for name in listed} == stand_in
+    assert {name: real["env"].get(name) for name in listed | set(stand_in)} == {
+        name: stand_in.get(name) for name in listed | set(stand_in)
+    }
     (container,) = running["spec"]["containers"]
     assert real["argv"] == expand_words(container["command"][3:] + container["args"], stand_in)
     # What the cases show, spelled out: the operator's variables come first, so the template's refer to them.
     assert stand_in["CLIENT_ID"] == "expansion-0-default-expansion"
     assert (stand_in["LATER"], stand_in["ESCAPED"], stand_in["DUP_SEEN"]) == ("$(LATE)", "$(EARLY)", "one")
+    assert stand_in["FROM_ENV_FROM"] == "blue-s3cr3t-$(EARLY)-blue" and stand_in["CFG_color"] == "red"
 
 
 # -- the operator, installed with the chart ------------------------------------------------------------------
