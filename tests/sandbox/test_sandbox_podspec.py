@@ -18,9 +18,11 @@ from smoothscale.sandbox.podspec import (
     AppSettings,
     app_settings,
     container_env,
+    env_sources,
     grace_seconds,
     restarts_after,
     state_volume,
+    unresolved,
 )
 from smoothscale.sandbox.processruntime import pod_env
 from smoothscale.sandbox.scheduling import accepted_zones, choose_zone
@@ -131,6 +133,59 @@ def test_a_template_that_maps_its_settings_from_the_operators_variables_gets_the
     assert env["PORT"] == env[contract.METRICS_PORT_ENV] == str(contract.BRIDGE_METRICS_PORT)
     assert env["EARLY"] == "$(LATE)"
     assert env["LATE"] == "$(SMOOTHSCALE_APP) is orders"
+
+
+def test_configmaps_and_secrets_of_the_environment_come_as_a_kubelet_reads_them(tmp_path: Path) -> None:
+    """`envFrom` first (with its prefix, never expanded, any value may refer to it), `...KeyRef`s in their
+    place; an optional source or key that does not exist leaves its variables out, a required one keeps the
+    container from starting (a kubelet's CreateContainerConfigError), naming what is missing."""
+    config_ref = {"configMapKeyRef": {"name": "settings", "key": "topic"}}
+    container = {
+        "name": "app",
+        "image": "orders:1",
+        "envFrom": [
+            {"prefix": "APP_", "configMapRef": {"name": "settings"}},
+            {"secretRef": {"name": "credentials"}},
+            {"configMapRef": {"name": "absent", "optional": True}},
+        ],
+        "env": [
+            {"name": "TOPIC", "valueFrom": config_ref},
+            {"name": "SASL", "value": "$(user):$(password)@$(APP_topic)/$(APP_raw)"},
+            {
+                "name": "MAYBE",
+                "valueFrom": {"secretKeyRef": {"name": "credentials", "key": "x", "optional": True}},
+            },
+            {"name": "APP_topic", "value": "overridden"},
+        ],
+    }
+    pod = {"metadata": {"name": "orders-0", "namespace": "shop"}, "spec": {"containers": [container]}}
+    sources = {
+        ("ConfigMap", "settings"): {"topic": "orders", "raw": "$(SMOOTHSCALE_APP)"},
+        ("Secret", "credentials"): {"user": "shop", "password": "pw"},
+    }
+    assert [(ref.kind, ref.name, ref.key, ref.optional) for ref in env_sources(pod)] == [
+        ("ConfigMap", "settings", None, False),
+        ("Secret", "credentials", None, False),
+        ("ConfigMap", "absent", None, True),
+        ("ConfigMap", "settings", "topic", False),
+        ("Secret", "credentials", "x", True),
+    ]
+    assert unresolved(pod, sources) == []
+    assert unresolved(pod, {}) == ["ConfigMap settings", "Secret credentials"]
+    assert unresolved(pod, {**sources, ("ConfigMap", "settings"): {"raw": ""}}) == [
+        "ConfigMap settings (no key topic)"
+    ]
+    env = container_env(pod, "127.0.0.9", sources=sources)
+    assert env == {
+        "APP_topic": "overridden",
+        "APP_raw": "$(SMOOTHSCALE_APP)",
+        "user": "shop",
+        "password": "pw",
+        "TOPIC": "orders",
+        "SASL": "shop:pw@orders/$(SMOOTHSCALE_APP)",
+    }
+    launch = Launch(pod, AppSettings(), "127.0.0.9", tmp_path / "state", tmp_path / "log", sources)
+    assert pod_env(launch)["SASL"] == env["SASL"]
 
 
 def test_loopback_addresses_are_never_reused_and_skip_busy_ones() -> None:
