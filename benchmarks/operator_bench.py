@@ -26,8 +26,9 @@ last line is one JSON object of figures.
 
 With `--baseline <git-ref>` only the steady state runs, alternately by that commit's operator (its
 `operator/` and `control/` extracted under `.cache/<package>-baseline/<sha>/`, first on the operator
-process's PYTHONPATH) and by the checkout's, `--rounds` times each, so that machine load hits both sides alike; the last line gives
-both sides' figures, their medians and the ratio of the CPU per pod scrape (below 1: cheaper now).
+process's PYTHONPATH) and by the checkout's, `--rounds` times each, so that machine load hits both sides
+alike; the last line gives both sides' figures, their medians and the ratio of the CPU per pod scrape (below
+1: cheaper now).
 """
 
 from __future__ import annotations
