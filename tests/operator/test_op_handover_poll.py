@@ -63,13 +63,18 @@ class FakeReconciler:
             self.published_at_poll = self.polls  # acknowledged: the next generation goes out now
 
 
-async def test_a_hand_over_completes_between_two_rounds() -> None:
-    reconciler = FakeReconciler(acknowledge_after=3)
-    runtime = AppRuntime(reconciler, interval=30.0, debounce=0.0, clock=lambda: datetime.now(UTC))  # type: ignore[arg-type]
+async def _run_for(reconciler: FakeReconciler, interval: float, seconds: float) -> None:
+    """The app's loop around `reconciler`, scraping every `interval`, for `seconds`."""
+    runtime = AppRuntime(reconciler, interval=interval, debounce=0.0, clock=lambda: datetime.now(UTC))  # type: ignore[arg-type]
     running = asyncio.create_task(runtime.run(lambda: Observation(body={}, zones={})))
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(seconds)
     runtime.stop()
     await asyncio.wait_for(running, timeout=5)
+
+
+async def test_a_hand_over_completes_between_two_rounds() -> None:
+    reconciler = FakeReconciler(acknowledge_after=3)
+    await _run_for(reconciler, interval=30.0, seconds=0.5)
     assert reconciler.rounds == 1, "polls are not rounds: the next round is 30 s away"
     assert reconciler.published_at_poll == 3 and reconciler.polls == 3, "no poll once nothing is awaited"
 
@@ -86,9 +91,5 @@ class NowReconciler(FakeReconciler):
 
 async def test_a_step_that_wants_every_round_waits_for_the_next_scrape_not_less() -> None:
     reconciler = NowReconciler(acknowledge_after=1)
-    runtime = AppRuntime(reconciler, interval=0.2, debounce=0.0, clock=lambda: datetime.now(UTC))  # type: ignore[arg-type]
-    running = asyncio.create_task(runtime.run(lambda: Observation(body={}, zones={})))
-    await asyncio.sleep(0.5)
-    runtime.stop()
-    await running
+    await _run_for(reconciler, interval=0.2, seconds=0.5)
     assert reconciler.rounds <= 4, "a round every scrape interval, no busy loop"
