@@ -87,7 +87,7 @@ def replan(seen: Observation) -> Replanned:
         return planned[-1].plan
 
     decisions, _, _ = control_step.step_planning_inline(
-        control_step.initial_memory(seen.now), seen, control_step.RoundConfig(), planner
+        control_step.initial_memory(seen.now), seen, control_step.operator_round_config(), planner
     )
     if not planned:
         raise NoPlan(f"the operator would not plan now: {decisions.planning.waits or 'no plan is due'}")

@@ -179,6 +179,20 @@ class RoundConfig:
     """Fail a pod's tasks over once its lease expired (`failover`; None: hold planning while it is silent)."""
 
 
+STARTUP_GRACE_SECONDS = 30.0
+"""The operator's default start-up grace (`OperatorConfig.startup_grace`)."""
+SCRAPE_INTERVAL_SECONDS = 5.0
+"""The operator's default scrape (and round) interval (`OperatorConfig.scrape_interval`)."""
+
+
+def operator_round_config(
+    startup_grace: float = STARTUP_GRACE_SECONDS, scrape_interval: float = SCRAPE_INTERVAL_SECONDS
+) -> RoundConfig:
+    """The configuration the operator decides with, from its settings (its defaults unless given): the one
+    place that maps them, so that `explain` decides as the operator does."""
+    return RoundConfig(startup_grace=startup_grace, round_interval=scrape_interval)
+
+
 @dataclass(frozen=True)
 class RoundMemory:
     """Everything the operator remembers of one app between rounds: one immutable value."""

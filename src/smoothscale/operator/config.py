@@ -16,6 +16,8 @@ from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FilePath, ValidationError
 
+from smoothscale.control.step import SCRAPE_INTERVAL_SECONDS, STARTUP_GRACE_SECONDS
+
 ENV_PREFIX: Final = "SMOOTHSCALE_"
 
 
@@ -61,7 +63,9 @@ class OperatorConfig(BaseModel):
         "pauses every operator that sees a peer of equal priority).",
     )
     scrape_interval: float = Field(
-        5.0, ge=0.05, description="Seconds between scrapes (and reconciliations) of an app."
+        SCRAPE_INTERVAL_SECONDS,
+        ge=0.05,
+        description="Seconds between scrapes (and reconciliations) of an app.",
     )
     steady_scrape_interval: float = Field(
         15.0,
@@ -82,7 +86,7 @@ class OperatorConfig(BaseModel):
         0.2, ge=0.0, description="Seconds to gather a burst of changes into one reconciliation."
     )
     startup_grace: float = Field(
-        30.0,
+        STARTUP_GRACE_SECONDS,
         ge=0.0,
         description="Seconds a new app's first plan, or a scale-out's, may wait for all its new pods to "
         "report metrics (they then share the tasks in one migration).",

@@ -43,7 +43,7 @@ from smoothscale.control.exposition import scrape_targets
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
 from smoothscale.control.status import Problem
-from smoothscale.control.step import Decisions, KafkaView, RoundConfig, RoundMemory, initial_memory
+from smoothscale.control.step import Decisions, KafkaView, RoundMemory, initial_memory
 from smoothscale.control.step import Observation as Observed
 from smoothscale.resource import (
     GroupProtocol,
@@ -118,8 +118,8 @@ class AppReconciler:
         self.budget = BudgetKeeper(app, context.api, timedelta(seconds=context.config.assignment_recheck))
         self.kafka = KafkaObserver(app, context.api, context.clock)
         self.autoscaling = AppAutoscaling(app, context, self.report)
-        self.config = RoundConfig(
-            startup_grace=context.config.startup_grace, round_interval=context.config.scrape_interval
+        self.config = control_step.operator_round_config(
+            context.config.startup_grace, context.config.scrape_interval
         )
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
