@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.control.handover import awaited_owners, handover_poll_delay
 from smoothscale.operator.appref import AppRef
-from smoothscale.operator.reconcile import Observation
+from smoothscale.operator.reconcile import AppObject
 from smoothscale.operator.runtime import AppRuntime
 
 REVOKING = Publication(
@@ -45,7 +45,7 @@ class FakeReconciler:
         self.published_at_poll: int | None = None
         self._acknowledge_after = acknowledge_after
 
-    async def reconcile(self, _: Observation) -> None:
+    async def reconcile(self, _: AppObject) -> None:
         self.rounds += 1
 
     def failed(self) -> None:
@@ -66,7 +66,7 @@ class FakeReconciler:
 async def _run_for(reconciler: FakeReconciler, interval: float, seconds: float) -> None:
     """The app's loop around `reconciler`, scraping every `interval`, for `seconds`."""
     runtime = AppRuntime(reconciler, interval=interval, debounce=0.0, clock=lambda: datetime.now(UTC))  # type: ignore[arg-type]
-    running = asyncio.create_task(runtime.run(lambda: Observation(body={}, zones={})))
+    running = asyncio.create_task(runtime.run(lambda: AppObject(body={}, zones={})))
     await asyncio.sleep(seconds)
     runtime.stop()
     await asyncio.wait_for(running, timeout=5)

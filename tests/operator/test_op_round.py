@@ -40,7 +40,7 @@ from smoothscale.control.snapshot import build_tasks
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
-from smoothscale.operator.reconcile import AppReconciler, Observation
+from smoothscale.operator.reconcile import AppObject, AppReconciler
 from smoothscale.resource import load_spec, planner_config, template_revision
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.simulation.operator_loop import AppSpec, Operator, PodReport, WakeResult
@@ -235,7 +235,7 @@ async def _operator_rounds(
                 scraper.answer = world.metrics(index, published)
                 seen = len(journal.read_text().splitlines()) if journal.exists() else 0
                 reconciler.pods_changed()  # kopf's pod_changed: the world's pods may have changed
-                await reconciler.reconcile(Observation(body=_body(spec, generation), zones=ZONES))
+                await reconciler.reconcile(AppObject(body=_body(spec, generation), zones=ZONES))
                 published = reconciler.publication
                 steps = [
                     (e["step"], e["pod"])

@@ -43,8 +43,7 @@ from smoothscale.control.exposition import scrape_targets
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
 from smoothscale.control.status import Problem
-from smoothscale.control.step import Decisions, KafkaView, RoundMemory, initial_memory
-from smoothscale.control.step import Observation as Observed
+from smoothscale.control.step import Decisions, KafkaView, Observation, RoundMemory, initial_memory
 from smoothscale.resource import (
     GroupProtocol,
     InvalidSpecError,
@@ -69,7 +68,7 @@ from .roundmetrics import RoundMetrics
 
 
 @dataclass(frozen=True)
-class Observation:
+class AppObject:
     """What kopf knows about an app right now: its object, and the nodes' zones (from kopf's index)."""
 
     body: Mapping[str, Any]
@@ -148,7 +147,7 @@ class AppReconciler:
 
     # -- the round -------------------------------------------------------------------------------------
 
-    async def reconcile(self, seen: Observation) -> None:
+    async def reconcile(self, seen: AppObject) -> None:
         observed = await self._observe(seen)
         last = self._last
         if last is not None and last.repeats(observed):
@@ -169,7 +168,9 @@ class AppReconciler:
         if status is not None:
             await self.report.write_status(status, observed.now)
 
-    async def _step(self, observed: Observed) -> tuple[Decisions, RoundMemory, datetime | None, Observed]:
+    async def _step(
+        self, observed: Observation
+    ) -> tuple[Decisions, RoundMemory, datetime | None, Observation]:
         """The core's step, on the event loop. When it asks for a plan, the planner runs in a thread
         (planning is CPU work: the loop goes on serving the other apps) and the next observation is this one
         with the plan in it (nothing was carried out in between); that step decides the round."""
@@ -203,7 +204,7 @@ class AppReconciler:
 
     # -- observe ---------------------------------------------------------------------------------------
 
-    async def _observe(self, seen: Observation) -> Observed:
+    async def _observe(self, seen: AppObject) -> Observation:
         now = self.ctx.clock()
         spec, problems, revision = self._read_spec(seen.body.get("spec") or {})
         pods = await self._pods(now)
@@ -229,7 +230,7 @@ class AppReconciler:
             results = await self._scrape(urls, working.metrics, steady)
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
-        return Observed(
+        return Observation(
             now=now,
             app=self.app.name,
             spec=spec,
@@ -323,7 +324,7 @@ class AppReconciler:
 
     # -- act and report --------------------------------------------------------------------------------
 
-    def _report_decisions(self, observed: Observed, decisions: Decisions) -> None:
+    def _report_decisions(self, observed: Observation, decisions: Decisions) -> None:
         """Events and journal records, before acting: they say what the round decided, whatever happens."""
         self.report.post(decisions.events)
         for kind, fields in decisions.journal:
@@ -336,7 +337,7 @@ class AppReconciler:
         if planned is not None:
             self.report.plan(planned.trigger, planned.plan, planned.seconds, planned.clients, planned.tasks)
 
-    async def _act(self, observed: Observed, decisions: Decisions) -> None:
+    async def _act(self, observed: Observation, decisions: Decisions) -> None:
         spec = observed.spec
         if spec is not None:
             await self.claims.keep(spec.storage)

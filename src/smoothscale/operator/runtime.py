@@ -19,7 +19,7 @@ from datetime import datetime
 
 from .appref import AppRef
 from .context import OperatorContext
-from .reconcile import AppReconciler, Observation
+from .reconcile import AppObject, AppReconciler
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class AppRuntime:
         self._stop.set()
         self._wake.set()
 
-    async def run(self, observe: Callable[[], Observation]) -> None:
+    async def run(self, observe: Callable[[], AppObject]) -> None:
         """Reconcile until stopped; a failed round is logged and retried at the next interval."""
         delay = 0.0
         while not self._stop.is_set():
@@ -113,7 +113,7 @@ class AppRuntime:
 async def run_app(
     context: OperatorContext,
     app: AppRef,
-    observe: Callable[[], Observation],
+    observe: Callable[[], AppObject],
     stopped: Callable[[], Awaitable[object]],
 ) -> None:
     """An app's loop, registered so that its pods' events reach it, until `stopped()` completes (kopf's

@@ -10,7 +10,7 @@ from smoothscale.resource import names as resource
 
 from ..appref import AppRef
 from ..context import OperatorContext
-from ..reconcile import Observation
+from ..reconcile import AppObject
 from ..runtime import run_app
 
 _APP = (resource.GROUP, resource.VERSION, resource.PLURAL)
@@ -29,9 +29,9 @@ def register(registry: kopf.OperatorRegistry, context: OperatorContext) -> None:
         # kopf passes an index as the kwarg named after its handler (see handlers.nodes).
         zones_by_node: kopf.Index[str, str] = kwargs["zones_by_node"]
 
-        def observe() -> Observation:
+        def observe() -> AppObject:
             zones = {node: zone for node, found in zones_by_node.items() for zone in found}
-            return Observation(body=body, zones=zones)
+            return AppObject(body=body, zones=zones)
 
         await run_app(context, AppRef(namespace or "default", name, uid), observe, stopped.wait)
 
