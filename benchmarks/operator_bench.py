@@ -12,9 +12,10 @@ operator as a real process (`smoothscale operator`), so that its CPU time and RS
 3. steady state: 100 apps of 10 pods each (1,000 pods), all converged, scraped every second
    (`STEADY_SCRAPE_INTERVAL`, the issue's figure: 1,000 pod scrapes a second): the operator's CPU share
    (percent of one core) and RSS over a measurement window, with the scrapes the pods answered per second
-   and the CPU per scrape. The pods and the API emulator share this process: on a loaded machine they may
-   answer fewer than 1,000 scrapes a second (the operator waits on them), so the share at the full rate is
-   also projected from the CPU per scrape.
+   and the CPU per scrape; then 10 of the apps scale out by two pods each, and the operator's CPU share over
+   the same window while they migrate. The pods and the API emulator share this process: on a loaded
+   machine they may answer fewer than 1,000 scrapes a second (the operator waits on them), so the share at
+   the full rate is also projected from the CPU per scrape.
 
 The generations are observed by polling the ConfigMap every 20 ms, which bounds the timing resolution. The
 last line is one JSON object of figures.
@@ -60,6 +61,9 @@ from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime, memory_kub
 SCRAPE_INTERVAL = 1.0
 STEADY_SCRAPE_INTERVAL = 1.0
 ACCEPTABLE_LAG = 1_000
+SCALED_APPS = 10
+"""After the steady window, this many apps scale out from 10 to 12 pods: the CPU share over a window of
+their migration (the issue's figure: at or below 10 % of a core)."""
 SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
 NAMESPACE = "default"
 NOTHING = ClientAssignment()
@@ -293,6 +297,13 @@ def steady_state(
         cpu, wall = _cpu_seconds(pid) - cpu_before, time.monotonic() - wall_before
         scrapes = c.pods.scrapes - scrapes_before
         rss = _rss_mb(pid)
+        # then a scale-out of SCALED_APPS of them by two pods each, its warmups and hand-overs in the window
+        cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
+        for index in range(min(SCALED_APPS, apps)):
+            c.scale(f"app{index:03d}", 12)
+        time.sleep(window)
+        scaling_cpu = _cpu_seconds(pid) - cpu_before
+        scaling_wall = time.monotonic() - wall_before
         violations = len(c.pods.violations)
     return {
         "steady_apps": apps,
@@ -309,6 +320,8 @@ def steady_state(
             round(100 * cpu / scrapes * apps * 10 / STEADY_SCRAPE_INTERVAL, 2) if scrapes else None
         ),
         "rss_mb": round(rss, 1),
+        "scale_out_apps": min(SCALED_APPS, apps),
+        "scale_out_cpu_percent_of_core": round(100 * scaling_cpu / scaling_wall, 2),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "violations": violations,
     }
@@ -329,7 +342,12 @@ def compare_steady(
             print(f"steady state, {side}: {figures}", flush=True)
             runs[side].append(figures)
     result: dict[str, Any] = {"baseline_commit": sha, "steady_apps": apps, "rounds": rounds}
-    for key in ("steady_cpu_percent_of_core", "steady_cpu_ms_per_pod_scrape", "rss_mb"):
+    for key in (
+        "steady_cpu_percent_of_core",
+        "steady_cpu_ms_per_pod_scrape",
+        "rss_mb",
+        "scale_out_cpu_percent_of_core",
+    ):
         for side in ("before", "after"):
             result[f"{side}_{key}"] = [r[key] for r in runs[side]]
             result[f"{side}_{key}_median"] = round(statistics.median(r[key] for r in runs[side]), 3)
