@@ -21,6 +21,14 @@ from smoothscale.contract.ordering import natural_key, natural_sorted
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+
+
+def caught_up_mask(lags: IntArray | FloatArray, acceptable: int) -> BoolArray:
+    """`models.caught_up` over an array of (reported) lags."""
+    mask: BoolArray = lags <= acceptable
+    return mask
+
+
 NO_CLIENT = -1
 UNKNOWN_RACK = ""
 """The rack of every pod whose zone is unknown: last in `racks`, never named by an input partition (the
@@ -71,8 +79,7 @@ class Cluster:
         return known
 
     def everyone_caught_up_mask(self) -> BoolArray:
-        mask: BoolArray = self.changelog <= self.config.acceptable_recovery_lag
-        return mask
+        return caught_up_mask(self.changelog, self.config.acceptable_recovery_lag)
 
     def non_leaving(self) -> IntArray:
         return np.flatnonzero(~self.leaving).astype(np.int64)

@@ -56,6 +56,13 @@ class RackAwareConfig(ContractModel):
     )
 
 
+def caught_up(lag: float | None, acceptable: int) -> bool:
+    """KIP-441's "caught up", the one definition: a copy at most `acceptable` records (acceptableRecoveryLag)
+    behind its changelog's end may take over as active without a restore that stops processing. A lag not
+    reported is not caught up. (`cluster.caught_up_mask` is the same over an array of lags.)"""
+    return lag is not None and lag <= acceptable
+
+
 class PlannerConfig(ContractModel):
     num_standbys: NumStandbys = Field(0, description="standby replicas per stateful task")
     acceptable_recovery_lag: RecoveryLag = Field(

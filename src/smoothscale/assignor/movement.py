@@ -20,6 +20,7 @@ from itertools import chain
 import numpy as np
 
 from smoothscale.assignor.cluster import NO_CLIENT, UNKNOWN_RACK, Cluster, IntArray
+from smoothscale.assignor.models import caught_up
 from smoothscale.assignor.target import Target
 
 
@@ -120,7 +121,7 @@ class _Chooser:
         if (
             len(targets) == wanted
             and active not in targets
-            and all(reported.get(c, behind) <= acceptable for c in targets)
+            and all(caught_up(reported.get(c, behind), acceptable) for c in targets)
         ):
             return list(targets)
         in_target = {self.goal[task], *targets}
@@ -136,7 +137,7 @@ class _Chooser:
         def preference(client: int) -> tuple[int, bool, bool, bool, int]:
             lag = reported.get(client, behind)
             return (
-                0 if lag <= acceptable else lag,
+                0 if caught_up(lag, acceptable) else lag,
                 client not in in_target,
                 self.rack[client] in used_racks,
                 client not in current,

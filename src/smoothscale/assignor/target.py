@@ -31,6 +31,7 @@ from smoothscale.assignor.cluster import (
     Cluster,
     FloatArray,
     IntArray,
+    caught_up_mask,
     flatten,
 )
 from smoothscale.assignor.flow.problem import NO_EXCLUSION, UNLIMITED, Bounds, PlacementProblem
@@ -112,7 +113,7 @@ class _Costs:
         cluster, holdings = self.cluster, self.holdings
         lag_task, lag_client, lag_value = cluster.lag_entries
         caught = (
-            (lag_value <= cluster.config.acceptable_recovery_lag)
+            caught_up_mask(lag_value, cluster.config.acceptable_recovery_lag)
             & cluster.stateful[lag_task]
             & (self.generic[lag_task] > 1)
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from smoothscale.assignor.models import CatchUpTrigger, Plan
+from smoothscale.assignor.models import CatchUpTrigger, Plan, caught_up
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.control.handover import is_settled
 
@@ -97,7 +97,7 @@ def caught_up_moves(
         active, standby = set(now.active), set(now.standby)
         waiting = [t for t in target.active if t not in active]
         waiting += [t for t in target.standby if t not in standby and t not in active]
-        done = [t for t in waiting if (lag := reported.get(t)) is not None and lag <= acceptable_lag]
+        done = [t for t in waiting if caught_up(reported.get(t), acceptable_lag)]
         if trigger is CatchUpTrigger.EAGER or {*now.warmup, *standby}.intersection(waiting).issubset(done):
             ready += [(pod, t) for t in done]
     return sorted(ready)

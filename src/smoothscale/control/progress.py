@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Final
 
-from smoothscale.assignor.models import Plan
+from smoothscale.assignor.models import Plan, caught_up
 from smoothscale.contract.publication import Publication
 
 TIME_CONSTANT_SECONDS: Final = 10.0
@@ -160,7 +160,7 @@ class RestoreMeter:
             if lag >= before:
                 continue  # not restoring (yet, or any more): its slot is idle, which is no rate of 0
             restored += before - lag
-            if lag <= work.caught_up:
+            if caught_up(lag, work.caught_up):
                 restoring += 0.5 * (copy in slotted)  # caught up within the interval: no rate from a part
             else:
                 fallen.setdefault(copy[1], []).append(before - lag)
@@ -300,14 +300,14 @@ def remaining_work(
                     if task in placed or (task, pod) in now_serving:
                         continue
                     behind = records(task, pod)
-                    if behind > acceptable_lag:
+                    if not caught_up(behind, acceptable_lag):
                         staying = 0 if owner.get(task) in leaving else 1
                         queued.append((staying, kind, behind, task, pod))
     restoring = tuple(
         Move(task, pod, lag)
         for pod, roles in sorted(published.assignment.items())
         for task in roles.active
-        if (lag := lags.get(pod, {}).get(task, 0)) > acceptable_lag
+        if not caught_up(lag := lags.get(pod, {}).get(task, 0), acceptable_lag)
     )
     return Work(
         warming=warming,
