@@ -44,6 +44,7 @@ class FakeReconciler:
         self.polls = 0
         self.published_at_poll: int | None = None
         self._acknowledge_after = acknowledge_after
+        self.interval = 30.0
 
     async def reconcile(self, _: AppObject) -> None:
         self.rounds += 1
@@ -53,6 +54,9 @@ class FakeReconciler:
 
     def wake_at(self) -> datetime | None:
         return None
+
+    def next_round_in(self) -> float:
+        return self.interval
 
     def handover_poll_delay(self) -> float | None:
         return None if self.published_at_poll is not None else 0.01
@@ -65,6 +69,7 @@ class FakeReconciler:
 
 async def _run_for(reconciler: FakeReconciler, interval: float, seconds: float) -> None:
     """The app's loop around `reconciler`, scraping every `interval`, for `seconds`."""
+    reconciler.interval = interval
     runtime = AppRuntime(reconciler, interval=interval, debounce=0.0, clock=lambda: datetime.now(UTC))  # type: ignore[arg-type]
     running = asyncio.create_task(runtime.run(lambda: AppObject(body={}, zones={})))
     await asyncio.sleep(seconds)

@@ -4,7 +4,7 @@ per steady interval while it is steady, and a pod never read at once."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smoothscale.control.scrapecadence import ScrapeCadence, due
+from smoothscale.control.scrapecadence import ScrapeCadence, due, next_read_in
 
 CADENCE = ScrapeCadence(interval=1.0, steady_interval=15.0)
 PODS = [f"pod-{n}" for n in range(5)]
@@ -34,3 +34,13 @@ def test_a_steady_pod_is_read_about_once_per_steady_interval(gaps: list[float], 
             assert now - last["pod-0"] >= steady - 0.5
             last["pod-0"] = now
         assert now - last["pod-0"] < steady + 1.1
+
+
+def test_an_app_at_rest_sleeps_until_its_first_pod_is_due_a_steady_read() -> None:
+    cadence = CADENCE
+    read = {"orders-0": 100.0, "orders-1": 104.0}
+    assert next_read_in(read, 101.0, cadence) == 13.5
+    assert not due(read, read, 101.0 + 13.4, steady=True, cadence=cadence)
+    assert due(read, read, 101.0 + 13.5, steady=True, cadence=cadence) == {"orders-0"}
+    assert next_read_in(read, 200.0, cadence) == 1.0, "never less than a round's interval"
+    assert next_read_in({}, 200.0, cadence) == 1.0

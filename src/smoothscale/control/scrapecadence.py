@@ -33,3 +33,13 @@ def due(
     # a round that starts slightly early must not push a pod's read back by a whole interval
     stale = now - max(cadence.steady_interval, cadence.interval) + cadence.interval / 2
     return frozenset(pod for pod in pods if (read := last_read.get(pod)) is None or read <= stale)
+
+
+def next_read_in(last_read: Mapping[str, float], now: float, cadence: ScrapeCadence) -> float:
+    """Seconds until the first of a steady app's pods is due a read (`due`), at least one round's
+    `interval`: a steady app's loop sleeps that long, woken earlier by any change its watches see or a
+    rule's moment (`wake_at`). Its rounds then come with its reads, not every interval."""
+    if not last_read:
+        return cadence.interval
+    first = min(last_read.values()) + max(cadence.steady_interval, cadence.interval) - cadence.interval / 2
+    return max(cadence.interval, first - now)

@@ -198,6 +198,14 @@ class AppReconciler:
         """When the last step's first time-based rule may decide otherwise (None: none waits)."""
         return self._last.wake_at if self._last is not None else None
 
+    def next_round_in(self) -> float:
+        """Seconds until the next round has something new to read: the scrape interval, or for an app at
+        rest the first of its pods' steady reads (`scrapecadence.next_read_in`)."""
+        last = self._last
+        if last is None or not last.decisions.at_rest:
+            return self.cadence.interval
+        return scrapecadence.next_read_in(self._read_at, time.monotonic(), self.cadence)
+
     def forget(self) -> None:
         self.kafka.close()
         self.report.forget()

@@ -76,12 +76,14 @@ class AppRuntime:
         return self.reconciler.app
 
     def _next_delay(self) -> float:
-        """Until the next scrape, or earlier when the last step's first time-based rule falls due. A step
-        that wants every round (its `wake_at` is its own time: a migration measured over time) waits for the
-        next scrape like any other: there is nothing new to observe before it."""
+        """Until the next round has something new to read (the next scrape; for an app at rest, its pods'
+        next steady read), or earlier when the last step's first time-based rule falls due. A step that
+        wants every round (its `wake_at` is its own time: a migration measured over time) waits for the next
+        scrape like any other: there is nothing new to observe before it."""
+        read = self.reconciler.next_round_in()
         wake_at = self.reconciler.wake_at()
         due = None if wake_at is None else (wake_at - self._clock()).total_seconds()
-        return self._interval if due is None or due <= 0 else min(self._interval, due)
+        return read if due is None or due <= 0 else min(read, due)
 
     async def _wait(self, seconds: float) -> bool:
         """Wait `seconds` for the next round (True if woken early), following any pending hand-over
