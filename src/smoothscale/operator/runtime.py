@@ -2,11 +2,12 @@
 
 One loop per app (inside kopf's daemon for that app, so peering stops it when another operator takes over,
 and deletion of the app ends it): reconciliations of an app never overlap. The loop runs a round every scrape
-interval, or earlier when woken: by a change of the app or of one of its pods (debounced, so that a burst of
-changes makes one round), or by the moment the last step said a time-based rule falls due (`wake_at`: a
-follow-up probe, a start-up grace, a scale-down timeout...). A round that observes what the last step
-observed, before that moment, is not decided again (`control.step.Stepped.repeats`). While it waits, a
-pending hand-over is polled (`AppReconciler.poll_handover`) in the same loop, so polls never overlap rounds.
+interval (an app at rest: when its first pod is due a steady read), or earlier when woken: by a change of
+the app or of one of its pods (debounced, so that a burst of changes makes one round), or by the moment the
+last step said a time-based rule falls due (`wake_at`: a follow-up probe, a start-up grace, a scale-down
+timeout...). A round that observes what the last step observed, before that moment, is not decided again
+(`control.step.Stepped.repeats`). While it waits, a pending hand-over is polled
+(`AppReconciler.poll_handover`) in the same loop, so polls never overlap rounds.
 """
 
 from __future__ import annotations
