@@ -415,89 +415,50 @@ def step_planning_inline(
     return step(memory, replace(seen, plan=PlanAnswer(wanted, planner(wanted.snapshot))), config)
 
 
+@dataclass
+class _Said:
+    """What one step has to say so far: its Events, journal records and the moments of its time-based rules
+    (local to one step, which fills it in order)."""
+
+    events: list[ev.AppEvent] = field(default_factory=list)
+    journal: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    wake: list[datetime | None] = field(default_factory=list)
+
+
 def _decide(
     memory: RoundMemory, seen: Observation, config: RoundConfig
 ) -> tuple[Decisions, RoundMemory, list[datetime | None]]:
     """One round, decided, with the moments at which a time-based rule among its decisions may decide
     otherwise; or, when it wants a plan, only that (on the memory it was given)."""
-    given = memory
-    wake: list[datetime | None] = []
-    events: list[ev.AppEvent] = []
-    journal: list[tuple[str, Mapping[str, Any]]] = []
-    spec = seen.spec
-    if spec is not None:
-        memory = replace(memory, last_good=spec)
-    if seen.problems != memory.problems:
-        events += ev.spec_events(memory.problems, seen.problems)
-        journal.append(("spec", {"valid": seen.problems is None, "problems": list(seen.problems or [])}))
-        memory = replace(memory, problems=seen.problems)
-    memory, lost = _lost(memory, seen.pods)
-    events += ev.lost_pod_events(lost)
-    working = working_spec(memory, spec)
-    assignor_check = streamsassignor.check(working, seen.kafka.streams_assignors)
-    events += streamsassignor.events(memory.streams_assignor, assignor_check)
-    memory = replace(
-        memory, streams_assignor=streamsassignor.remembered(memory.streams_assignor, assignor_check)
-    )
+    said = _Said()
     published = seen.published if seen.published is not None else EMPTY
-    failures = _failures(seen, published)
-    events += ev.scrape_events(memory.failing, failures, seen.results)
-    memory = observe_scrape(replace(memory, failing=frozenset(failures)), seen, published)
-    app_report, reported = observe_app_report(memory.app_report, seen.results, working, seen.now)
-    events += reported
-    memory = replace(memory, app_report=app_report)
-    wake.append(app_report.fallbacks.expires)
-    if config.failover is not None and seen.renewals is not None:
-        leases = memory.leases.observe(seen.renewals, [p.name for p in seen.pods], seen.now, config.failover)
-        events += failover.events(memory.leases, leases)
-        journal += failover.journal(memory.leases, leases)
-        memory = replace(memory, leases=leases)
-        wake.append(leases.next_expiry(seen.now, config.failover))
+    after, lost, failures = _observed(memory, seen, published, config, said)
+    working = working_spec(after, seen.spec)
     pods: Sequence[PodInfo] = seen.pods
-    pod_set = None
-    planned = None
-    decision = PlanningDecision()
-    if seen.published is not None and spec is not None:
-        pod_set, hold, pod_set_wake = _pod_set(spec, seen, published, memory)
-        memory = replace(memory, hold=hold)
-        wake.append(pod_set_wake)
-        if not pod_set.empty:
-            events += ev.pod_set_events(pod_set, seen.app)
-            memory = replace(memory, deleted_by_us=memory.deleted_by_us | _deletions(pod_set))
-        pods = as_planned(pods, pod_set, seen.now)
-        before = memory.plan
-        planning = with_reported_topology(
-            spec, memory.app_report.topology, seen.app
-        )  # None: no tasks known yet
-        if planning is not None:
-            kept = without_expired(pods, memory.leases)
-            decision, planned, wanted, memory = _plan(memory, seen, planning, kept, published, config)
-            if wanted is not None:
-                return Decisions(plan_wanted=wanted), replace(given, requested=wanted), []
-            wake.append(decision.recheck_at)
-        if planned is not None:
-            events += ev.rack_events(
-                None if before is None else before.plan.rack_unknown, planned.plan.rack_unknown
-            )
-    if decision.held_for != memory.held_for:
+    pod_set, planned, decision = None, None, PlanningDecision()
+    if seen.published is not None and seen.spec is not None:
+        after, pods, pod_set, decision, planned, wanted = _pods_and_plan(
+            after, seen, seen.spec, published, config, said
+        )
+        if wanted is not None:
+            return Decisions(plan_wanted=wanted), replace(memory, requested=wanted), []
+    if decision.held_for != after.held_for:
         if decision.held_for:
-            journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
-        memory = replace(memory, held_for=decision.held_for)
+            said.journal.append(("plan-held", {"reason": str(decision.due), "pods": list(decision.held_for)}))
+        after = replace(after, held_for=decision.held_for)
     publish = None
     if seen.published is not None and working is not None:
-        memory = replace(
-            memory, waits=_wait(memory.waits, seen, working, without_expired(pods, memory.leases))
-        )
-        publish = memory.waits.next(published, _aimed(config, memory, published))
-    memory, progress = _progress(memory, seen, working, pods, publish or published, config)
+        after = replace(after, waits=_wait(after.waits, seen, working, without_expired(pods, after.leases)))
+        publish = after.waits.next(published, _aimed(config, after, published))
+    after, progress = _progress(after, seen, working, pods, publish or published, config)
     status = (
-        _status(memory, seen, working, pods, publish or published, decision.held_for, failures, progress)
+        _status(after, seen, working, pods, publish or published, decision.held_for, failures, progress)
         if config.status
         else None
     )
     decisions = Decisions(
-        events=tuple(events),
-        journal=tuple(journal),
+        events=tuple(said.events),
+        journal=tuple(said.journal),
         lost=tuple(sorted(lost)),
         failures=failures,
         pod_set=pod_set,
@@ -509,7 +470,75 @@ def _decide(
         progress=progress,
         planning=decision,
     )
-    return replace(decisions, at_rest=_at_rest(memory, seen, decisions)), memory, wake
+    return replace(decisions, at_rest=_at_rest(after, seen, decisions)), after, said.wake
+
+
+def _observed(
+    memory: RoundMemory, seen: Observation, published: Publication, config: RoundConfig, said: _Said
+) -> tuple[RoundMemory, set[str], dict[str, ScrapeFailure]]:
+    """Steps 1 and 2: the spec and the pods lost, the brokers' assignors, the scrape failures that count,
+    changelog ends and rates, the bridge's reports, the leases; the memory after them."""
+    spec = seen.spec
+    if spec is not None:
+        memory = replace(memory, last_good=spec)
+    if seen.problems != memory.problems:
+        said.events += ev.spec_events(memory.problems, seen.problems)
+        said.journal.append(("spec", {"valid": seen.problems is None, "problems": list(seen.problems or [])}))
+        memory = replace(memory, problems=seen.problems)
+    memory, lost = _lost(memory, seen.pods)
+    said.events += ev.lost_pod_events(lost)
+    working = working_spec(memory, spec)
+    assignor_check = streamsassignor.check(working, seen.kafka.streams_assignors)
+    said.events += streamsassignor.events(memory.streams_assignor, assignor_check)
+    memory = replace(
+        memory, streams_assignor=streamsassignor.remembered(memory.streams_assignor, assignor_check)
+    )
+    failures = _failures(seen, published)
+    said.events += ev.scrape_events(memory.failing, failures, seen.results)
+    memory = observe_scrape(replace(memory, failing=frozenset(failures)), seen, published)
+    app_report, reported = observe_app_report(memory.app_report, seen.results, working, seen.now)
+    said.events += reported
+    memory = replace(memory, app_report=app_report)
+    said.wake.append(app_report.fallbacks.expires)
+    if config.failover is not None and seen.renewals is not None:
+        leases = memory.leases.observe(seen.renewals, [p.name for p in seen.pods], seen.now, config.failover)
+        said.events += failover.events(memory.leases, leases)
+        said.journal += failover.journal(memory.leases, leases)
+        memory = replace(memory, leases=leases)
+        said.wake.append(leases.next_expiry(seen.now, config.failover))
+    return memory, lost, failures
+
+
+def _pods_and_plan(
+    memory: RoundMemory,
+    seen: Observation,
+    spec: StreamsAppSpec,
+    published: Publication,
+    config: RoundConfig,
+    said: _Said,
+) -> tuple[
+    RoundMemory, Sequence[PodInfo], PodSetPlan, PlanningDecision, PlanRecord | None, PlanRequest | None
+]:
+    """Steps 3 and 4: the pod set, and planning on the pods as it leaves them."""
+    pod_set, hold, pod_set_wake = _pod_set(spec, seen, published, memory)
+    memory = replace(memory, hold=hold)
+    said.wake.append(pod_set_wake)
+    if not pod_set.empty:
+        said.events += ev.pod_set_events(pod_set, seen.app)
+        memory = replace(memory, deleted_by_us=memory.deleted_by_us | _deletions(pod_set))
+    pods = as_planned(seen.pods, pod_set, seen.now)
+    planning = with_reported_topology(spec, memory.app_report.topology, seen.app)  # None: no tasks known yet
+    if planning is None:
+        return memory, pods, pod_set, PlanningDecision(), None, None
+    before = memory.plan
+    kept = without_expired(pods, memory.leases)
+    decision, planned, wanted, memory = _plan(memory, seen, planning, kept, published, config)
+    said.wake.append(decision.recheck_at)
+    if planned is not None:
+        said.events += ev.rack_events(
+            None if before is None else before.plan.rack_unknown, planned.plan.rack_unknown
+        )
+    return memory, pods, pod_set, decision, planned, wanted
 
 
 def _at_rest(memory: RoundMemory, seen: Observation, decisions: Decisions) -> bool:
