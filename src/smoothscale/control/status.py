@@ -314,13 +314,24 @@ def _streams_assignor(check: StreamsAssignorCheck | None) -> list[_Draft]:
 
 
 def _stamp(draft: _Draft, given: StatusInput) -> Condition:
+    return stamped(draft, given.previous, given.observed_generation, given.now)
+
+
+def stamped(
+    draft: tuple[ConditionType, ConditionStatus, str, str],
+    previous: StreamsAppStatus | None,
+    generation: int,
+    now: datetime,
+) -> Condition:
+    """A condition (type, status, reason, message) as status shows it: its last transition is the previous
+    status's while its status is the same, else now."""
     kind, status, reason, message = draft
-    before = given.previous.condition(kind) if given.previous is not None else None
-    since = before.last_transition_time if before is not None and before.status == status else given.now
+    before = previous.condition(kind) if previous is not None else None
+    since = before.last_transition_time if before is not None and before.status == status else now
     return Condition(
         type=kind,
         status=status,
-        observed_generation=given.observed_generation,
+        observed_generation=generation,
         last_transition_time=since,
         reason=reason,
         message=message,

@@ -18,10 +18,10 @@ from smoothscale.control.autoscaler import AutoscalerMemory, Decision, autoscale
 from smoothscale.control.events import AppEvent, EventType
 from smoothscale.control.loadsignal import LoadSignal
 from smoothscale.control.snapshot import changelog_sizes, task_ids
+from smoothscale.control.status import stamped
 from smoothscale.control.step import Decisions, Observation, RoundMemory
 from smoothscale.resource import (
     AutoscalingMode,
-    Condition,
     ConditionStatus,
     ConditionType,
     StreamsAppSpec,
@@ -144,16 +144,8 @@ class AppAutoscaling:
             return status
         state, reason, message = self._condition
         kind = ConditionType.AUTOSCALING
-        before = seen.previous_status.condition(kind) if seen.previous_status is not None else None
-        since = before.last_transition_time if before is not None and before.status == state else seen.now
-        condition = Condition(
-            type=kind,
-            status=state,
-            observed_generation=seen.spec_generation,
-            last_transition_time=since,
-            reason=reason,
-            message=message,
-        )
+        draft = (kind, state, reason, message)
+        condition = stamped(draft, seen.previous_status, seen.spec_generation, seen.now)
         others = [c for c in status.conditions if c.type != kind]
         return status.model_copy(update={"conditions": [*others, condition]})
 
