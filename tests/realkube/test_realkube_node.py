@@ -239,6 +239,18 @@ ENV_CASES: list[dict[str, Any]] = [
     },
     {"name": "FROM_ENV_FROM", "value": "$(CFG_color)-$(token)-$(CFG_ref)-$(FROM_CONFIGMAP)"},
     {"name": "CFG_color", "value": "red"},
+    *(
+        {"name": name, "valueFrom": {"resourceFieldRef": {"resource": resource, **divisor}}}
+        for name, resource, divisor in (
+            ("CPU_LIMIT", "limits.cpu", {}),
+            ("CPU_LIMIT_MILLI", "limits.cpu", {"divisor": "1m"}),
+            ("CPU_REQUEST_MILLI", "requests.cpu", {"divisor": "1m"}),
+            ("MEMORY_LIMIT", "limits.memory", {}),
+            ("MEMORY_REQUEST_MI", "requests.memory", {"divisor": "1Mi"}),
+            ("STORAGE_REQUEST", "requests.ephemeral-storage", {}),
+        )
+    ),
+    {"name": "RESOURCES", "value": "$(CPU_LIMIT_MILLI)m/$(MEMORY_LIMIT)"},
     {"name": "LATE", "value": "late"},
 ]
 """A template's tricky variables, after the operator's own (`build_pod` puts them first)."""
@@ -257,10 +269,11 @@ PRINT_ENV = (
 
 
 def test_the_stand_ins_env_expansion_is_the_real_kubelets(node_cluster: NodeCluster) -> None:
-    """The same pod, built by the operator (its variables first, then the template's tricky ones, and a
-    command and args with references), run by the real kubelet and expanded by the kubelet stand-in
-    (`podspec.container_env`, `envexpansion.expand_words`): the container reports every variable of its
-    list and its arguments exactly as the stand-in makes them."""
+    """The same pod, built by the operator (its variables first, then the template's tricky ones, a
+    ConfigMap's and a Secret's, its resources', and a command and args with references), run by the real
+    kubelet and expanded by the kubelet stand-in (`podspec.container_env`, `envexpansion.expand_words`,
+    the ConfigMap and Secret read as the stand-in reads them): the container reports every variable and
+    its arguments exactly as the stand-in makes them."""
     cp, _, image = node_cluster
     template = {
         "metadata": {"annotations": {"ref": "$(EARLY)"}},
@@ -274,6 +287,10 @@ def test_the_stand_ins_env_expansion_is_the_real_kubelets(node_cluster: NodeClus
                     "args": ENV_ARGS,
                     "env": ENV_CASES,
                     "envFrom": ENV_FROM,
+                    "resources": {
+                        "requests": {"cpu": "250m", "memory": "64Mi"},
+                        "limits": {"cpu": "500m", "memory": "128Mi"},
+                    },
                 }
             ],
         },
@@ -317,6 +334,7 @@ def test_the_stand_ins_env_expansion_is_the_real_kubelets(node_cluster: NodeClus
     assert stand_in["CLIENT_ID"] == "expansion-0-default-expansion"
     assert (stand_in["LATER"], stand_in["ESCAPED"], stand_in["DUP_SEEN"]) == ("$(LATE)", "$(EARLY)", "one")
     assert stand_in["FROM_ENV_FROM"] == "blue-s3cr3t-$(EARLY)-blue" and stand_in["CFG_color"] == "red"
+    assert (stand_in["RESOURCES"], stand_in["MEMORY_REQUEST_MI"]) == ("500m/134217728", "64")
 
 
 # -- the operator, installed with the chart ------------------------------------------------------------------

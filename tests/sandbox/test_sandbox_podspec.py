@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from smoothscale.operator.appref import AppRef
 from smoothscale.operator.podset import build_pod
 from smoothscale.resource import load_spec
 from smoothscale.sandbox.addresses import LoopbackAddresses, random_block
+from smoothscale.sandbox.downward import resource_value
 from smoothscale.sandbox.podruntime import Launch
 from smoothscale.sandbox.podspec import (
     AppSettings,
@@ -208,3 +210,28 @@ def _next_address(address: str) -> str:
     octets = [int(part) for part in address.split(".")]
     octets[-1] += 1
     return ".".join(map(str, octets))
+
+
+def test_resources_come_through_the_downward_api_as_a_kubelet_gives_them() -> None:
+    """Rounded up after the divisor (CPU in millicores); a request not set is the limit, else 0; a limit not
+    set is the node's allocatable; another container's resources by its name."""
+    node = {"cpu": Decimal(2), "memory": Decimal(4 * 2**30), "ephemeral-storage": Decimal(10**9)}
+    app = {"name": "app", "resources": {"limits": {"cpu": "1500m", "memory": "1Gi"}}}
+    proxy = {"name": "proxy", "resources": {"requests": {"cpu": "100m"}}}
+    pod = {"spec": {"containers": [app, proxy]}}
+    cases = {
+        ("limits.cpu", None, None): "2",
+        ("limits.cpu", "1m", None): "1500",
+        ("requests.cpu", "1m", None): "1500",
+        ("limits.memory", "1Mi", None): "1024",
+        ("requests.memory", "1G", None): "2",
+        ("requests.ephemeral-storage", None, None): "0",
+        ("limits.ephemeral-storage", "1M", None): "1000",
+        ("requests.cpu", "1m", "proxy"): "100",
+        ("limits.memory", None, "proxy"): str(4 * 2**30),
+        ("limits.hugepages-2Mi", None, None): None,
+    }
+    for (resource, divisor, container), expected in cases.items():
+        ref = {"resource": resource, **({"divisor": divisor} if divisor else {})}
+        ref.update({"containerName": container} if container else {})
+        assert resource_value(pod, app, ref, lambda: node) == expected, (resource, divisor, container)

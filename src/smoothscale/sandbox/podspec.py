@@ -2,7 +2,8 @@
 
 Pure functions of the objects, so that they are tested as data. The stand-in runs `smoothscale worker` for
 the pod's first container whatever its image and command say; everything else follows the pod: the
-container's environment (plain values with their `$(NAME)` references expanded, and the usual `fieldRef`s),
+container's environment (plain values with their `$(NAME)` references expanded, the usual `fieldRef`s, the
+ConfigMaps and Secrets it names, its resources),
 the state volume (a claim or an emptyDir), the restart policy, the grace period, and the app's metrics port,
 path and stateless subtopologies.
 """
@@ -16,6 +17,7 @@ from typing import Any
 from smoothscale.contract import names as contract
 from smoothscale.resource.spec import Runtime
 
+from .downward import Allocatable, machine_allocatable, resource_value
 from .envexpansion import environment
 
 Body = Mapping[str, Any]
@@ -104,11 +106,16 @@ def unresolved(pod: Body, sources: Sources) -> list[str]:
 
 
 def container_env(
-    pod: Body, pod_ip: str, placed: Mapping[str, str] | None = None, sources: Sources | None = None
+    pod: Body,
+    pod_ip: str,
+    placed: Mapping[str, str] | None = None,
+    sources: Sources | None = None,
+    allocatable: Allocatable = machine_allocatable,
 ) -> dict[str, str]:
     """The first container's environment as a kubelet makes it (`envexpansion.environment`: `envFrom`'s
     variables first, then `value`s with their `$(NAME)` references expanded, `fieldRef`s to the pod's
-    metadata, node and IP, `configMapKeyRef`s and `secretKeyRef`s from `sources`).
+    metadata, node and IP, `configMapKeyRef`s and `secretKeyRef`s from `sources`, `resourceFieldRef`s from
+    the container's resources or, for a limit it does not set, the node's `allocatable`: `downward`).
 
     `placed`: what the stand-in decided for variables the pod defines, put in their place in the list so
     that later references see them: a pod's view is not the host's (the state volume's mount path is a
@@ -125,6 +132,8 @@ def container_env(
         for field, kind in _KEY_REFS.items():
             if ref := source.get(field):
                 return (sources.get((kind, str(ref.get("name")))) or {}).get(str(ref.get("key")))
+        if ref := source.get("resourceFieldRef"):
+            return resource_value(pod, containers[0], ref, allocatable)
         return None
 
     before: dict[str, str] = {}
