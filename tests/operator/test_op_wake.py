@@ -21,6 +21,7 @@ from smoothscale.control import step as control_step
 from smoothscale.control.failover import Failover
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
+from smoothscale.control.status import Problem
 from smoothscale.resource import scaling_policy
 
 CONFIG = control_step.RoundConfig(startup_grace=30.0, failover=Failover(10.0))
@@ -140,6 +141,9 @@ def test_a_pod_leaving_or_unready_is_not_at_rest() -> None:
     for changed in (replace(pods[0], leaving="2026-11-26T11:00:00Z"), replace(pods[0], ready=False)):
         decisions, _, _ = control_step.step(memory, replace(stepped.seen, pods=[changed, *pods[1:]]), CONFIG)
         assert not decisions.at_rest, changed
+    failing = replace(stepped.seen.kafka, problem=Problem("KafkaUnavailable", "login refused"))
+    decisions, _, _ = control_step.step(memory, replace(stepped.seen, kafka=failing), CONFIG)
+    assert not decisions.at_rest, "a failing Kafka read: read again every round, its fix seen at once"
 
 
 # -- the property -------------------------------------------------------------------------------------

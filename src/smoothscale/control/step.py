@@ -544,11 +544,14 @@ def _pods_and_plan(
 def _at_rest(memory: RoundMemory, seen: Observation, decisions: Decisions) -> bool:
     """The app is at rest after this round: it decided nothing (no Event, journal record, pod action, plan
     or generation), its last plan is stable and published as planned, no hand-over waits, no scale-down is
-    held, and every pod is ready and staying."""
+    held, every pod is ready and staying, and nothing it reads is failing (Kafka, its ConfigMap): a problem
+    is read again every round, so that its fix is seen at once."""
     published = seen.published
     return (
         seen.spec is not None
         and published is not None
+        and seen.kafka.problem is None
+        and not seen.kafka.first_read_pending
         and settled(memory.plan, published)
         and not (decisions.events or decisions.journal or decisions.lost or decisions.failures)
         and (decisions.pod_set is None or decisions.pod_set.empty)
