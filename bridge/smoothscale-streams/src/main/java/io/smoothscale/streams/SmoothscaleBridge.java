@@ -48,7 +48,6 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final PlanPatience planPatience = new PlanPatience();
     private final TopologyReport topologyReport = new TopologyReport(registry);
     private PublicationWatch watch;
-    private boolean closed;
     private PublicationFollower follower;
     private MetricsEndpoint metrics;
     private TaskSource tasks;
@@ -211,9 +210,10 @@ public final class SmoothscaleBridge implements AutoCloseable {
             .callback(callback -> publications.publication().ifPresent(p -> callback.call(p.generation())))
             .register(registry);
         metrics = MetricsEndpoint.start(settings, registry);
-        // The watch starts in a thread of its own: the Kafka Streams client joins its group meanwhile (a leader
-        // without a publication falls back to Kafka's assignment; the pod reports a generation once it follows one).
-        daemon("smoothscale-watch-start", this::watchAssignment);
+        // The watch runs in a thread of its own, opening the API's access there (retried until it opens): the Kafka
+        // Streams client joins its group meanwhile (a leader without a publication falls back to Kafka's
+        // assignment; the pod reports a generation once it follows one).
+        watch = new PublicationWatch(this::kubernetesAccess, settings.namespace(), settings.configMap(), publications);
         follower.start();
         LOG.info("smoothscale bridge for pod {} follows ConfigMap {}; metrics on {}", settings.pod(),
             configMapName(), metrics.describe());
@@ -225,20 +225,10 @@ public final class SmoothscaleBridge implements AutoCloseable {
         thread.start();
     }
 
-    private void watchAssignment() {
-        try {
-            KubernetesAccess api = settings.kubeconfig().map(KubernetesAccess::fromKubeconfig)
-                .orElseGet(() -> KubernetesAccess.inCluster(System.getenv(), KubernetesAccess.SERVICE_ACCOUNT));
-            synchronized (this) {
-                if (!closed) {
-                    watch = new PublicationWatch(api, settings.namespace(), settings.configMap(), publications);
-                }
-            }
-        } catch (RuntimeException error) {
-            LOG.error("Cannot watch ConfigMap {}: every rebalance falls back to Kafka's own assignment",
-                configMapName(), error);
-            publications.reject("cannot watch " + configMapName() + ": " + error);
-        }
+    /** The pod's way to the API server: the kubeconfig the settings name, else the pod's service account. */
+    private KubernetesAccess kubernetesAccess() {
+        return settings.kubeconfig().map(KubernetesAccess::fromKubeconfig)
+            .orElseGet(() -> KubernetesAccess.inCluster(System.getenv(), KubernetesAccess.SERVICE_ACCOUNT));
     }
 
     public LatestPublication publications() {
@@ -288,7 +278,6 @@ public final class SmoothscaleBridge implements AutoCloseable {
 
     @Override
     public synchronized void close() {
-        closed = true;
         if (follower != null) {
             follower.close();
         }
