@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from op_testkit import NAMESPACE, Kubectl, actives, balanced, streamsapp, wait_for
 
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
@@ -137,6 +138,54 @@ def test_changelog_end_offsets_and_the_consumer_group_are_read(
     assert read["groupId"] == "orders" and read["state"] == "Stable" and read["protocol"] == "range"
     assert [(m["clientId"], m["partitions"]) for m in read["members"]] == [("orders-t1", 6)]
     assert kube.condition("KafkaUnavailable")["status"] == "False"
+
+
+def test_a_deleted_changelog_is_named_on_the_app_and_the_others_are_still_read(
+    kafka_broker: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
+) -> None:
+    """One changelog topic deleted under the app: its tasks' lags become unknown (`unknownlags`), the other
+    changelogs are still read, and the app says which topic, why and what to do (`status.kafka.changelogs`,
+    a ChangelogUnreadable Warning); once the topic is back, a ChangelogsReadable Event."""
+    bootstrap = kafka_broker.bootstrap_servers
+    for topic in ("faults-counts-changelog", "faults-totals-changelog"):
+        create_topic(bootstrap, topic, 6)
+        produce(bootstrap, topic, dict.fromkeys(range(6), 3))
+    create_topic(bootstrap, "faults-input", 6)
+    app = kafka_app(bootstrap, topic="faults-input", applicationId="faults")
+    app["spec"]["topology"]["subtopologies"][0]["stores"] = ["counts", "totals"]
+
+    def changelogs() -> dict[str, dict[str, Any]]:
+        return {c["topic"]: c for c in (kube.status().get("kafka") or {}).get("changelogs") or []}
+
+    with run_operator():
+        kube.apply(app)
+        wait_for(lambda: len(changelogs()) == 2, timeout=30, what="both changelogs read")
+        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        admin.delete_topics(["faults-totals-changelog"], operation_timeout=20)[
+            "faults-totals-changelog"
+        ].result(30)
+        gone = wait_for(
+            lambda: changelogs().get("faults-totals-changelog", {}).get("unreadable"),
+            timeout=30,
+            what="the deleted changelog named on the app",
+        )
+        read = changelogs()["faults-counts-changelog"]
+        warnings = [m for t, r, m in kube.events() if (t, r) == ("Warning", "ChangelogUnreadable")]
+        create_topic(bootstrap, "faults-totals-changelog", 6)
+        wait_for(
+            lambda: "unreadable" not in changelogs().get("faults-totals-changelog", {"unreadable": 1}),
+            timeout=30,
+            what="the changelog readable again",
+        )
+        wait_for(
+            lambda: "ChangelogsReadable" in kube.reasons(), timeout=10, what="a ChangelogsReadable Event"
+        )
+    assert gone.startswith(
+        "changelog topic faults-totals-changelog (subtopology 0) does not exist: its tasks' copies' lags are "
+        "unknown, so none of them moves to another pod until it can be read; Kafka Streams creates"
+    )
+    assert read == {"topic": "faults-counts-changelog", "subtopology": "0", "endOffsets": 18}
+    assert warnings == [gone]
 
 
 def unavailable(kube: Kubectl) -> dict[str, Any]:
