@@ -15,6 +15,7 @@ from pathlib import Path
 
 import kubernetes
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.control.observed import PodMetrics, ScrapeResult
@@ -22,6 +23,7 @@ from smoothscale.operator.scrape import Scraper
 from smoothscale.resource import MetricNames
 from smoothscale.sandbox.emulator import EmulatorThread
 from smoothscale.sandbox.kafka.broker import KafkaCluster
+from smoothscale.sandbox.kafka.topics import QUIET
 from smoothscale.sandbox.kafka_streams import (
     Instance,
     SampleApp,
@@ -246,3 +248,45 @@ def test_a_static_member_restarted_within_its_session_keeps_its_tasks_without_a_
     assert totals == expected_totals(600), "every order counted once across the restart"
 
     assert assignments(leader) == before, "no rebalance: the leader assigned nothing, fell back nowhere"
+
+
+def _instance_ids(orders_app: SampleApp) -> set[str]:
+    """The `group.instance.id` of every member of the app's group, as Kafka's coordinator holds them."""
+    client = AdminClient({"bootstrap.servers": orders_app.bootstrap, **QUIET})
+    described = client.describe_consumer_groups([orders_app.app])[orders_app.app].result(timeout=30)
+    return {member.group_instance_id for member in described.members if member.group_instance_id}
+
+
+def test_a_retired_static_member_leaves_the_group_when_its_instance_closes(orders_app: SampleApp) -> None:
+    """The operator retires a pod once the plan gives it nothing (a scale-in, a swap, a drain): its bridge
+    then takes its static members out of the group when it closes (`StaticMembersLeave`), instead of leaving
+    the group to wait out their 45 s session at its next rebalance."""
+    api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(orders_app.kubeconfig)))
+    everything = {f"{s}_{p}" for s in (0, 1) for p in range(4)}
+    halves = {"orders-0": {"0_0", "0_1", "1_0", "1_1"}, "orders-1": {"0_2", "0_3", "1_2", "1_3"}}
+    first = {pod: ClientAssignment(active=sorted(tasks)) for pod, tasks in halves.items()}
+    orders_app.publish(api, Publication(generation=1, assignment=first))
+    for pod in ("orders-0", "orders-1"):
+        orders_app.start(
+            pod, extra_env={"STREAMS_GROUP_INSTANCE_ID": pod, "STREAMS_SESSION_TIMEOUT_MS": "45000"}
+        )
+    orders_app.wait_generation(["orders-0", "orders-1"], 1, timeout=180)
+    assert _instance_ids(orders_app) == {"orders-0-1", "orders-1-1"}
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 0, 300)
+
+    retiring = {"orders-0": ClientAssignment(active=sorted(everything)), "orders-1": ClientAssignment()}
+    orders_app.publish(api, Publication(generation=2, assignment=retiring))
+    orders_app.wait_generation(["orders-0", "orders-1"], 2, timeout=60)
+    stopped = time.monotonic()
+    orders_app.instances["orders-1"].stop()  # SIGTERM, as the kubelet stops a deleted pod
+    while "orders-1-1" in _instance_ids(orders_app):
+        assert time.monotonic() - stopped < 20, "the retired pod's member is still in the group"
+        time.sleep(0.2)
+    print(f"orders-1's static member left the group {time.monotonic() - stopped:.1f} s after SIGTERM")
+    # Well within the 45 s session: the bridge removed it (its log line may be lost to log4j's own shutdown).
+    assert _instance_ids(orders_app) == {"orders-0-1"}
+
+    produce_orders(orders_app.bootstrap, orders_app.env["ORDERS_TOPIC"], 300, 300)
+    totals = latest_totals(orders_app.bootstrap, orders_app.env["TOTALS_TOPIC"], 600)
+    assert totals == expected_totals(600), "every order counted once"
+    assert orders_app.kafka_view() == {"orders-0": everything}

@@ -8,7 +8,8 @@ fake app pods, the test's kubectl) by the bearer token in its kubeconfig.
 
 Passing means: nothing was denied (the chart grants enough for a full lifecycle: pods and claims created,
 the assignment ConfigMap published and updated, pods marked leaving and retired with their claims, the
-Kafka Secret read, other autoscalers looked for and replicas set through the scale subresource), and
+Kafka Secret read, other autoscalers looked for and replicas set through the scale subresource, the claims'
+owners set and the disruption budget written), and
 every granted permission was used (nothing is granted that the operator does not need), except the one the
 API server checks at admission rather than per request (`streamsapps/finalizers` update, see
 smoothscale.operator.access).
@@ -110,7 +111,7 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
         debounce=0.05,
     )
     app: Json = testkit.streamsapp(replicas=3, partitions=6, storage=True)
-    app["spec"]["storage"]["deleteOnScaleDown"] = True
+    app["spec"]["storage"]["retentionPolicy"] = {"whenScaled": "Delete"}
     # Credentials for a Kafka nobody listens for: the Secret is read (get), Kafka fails, planning goes on.
     app["spec"]["kafka"] = {
         "bootstrapServers": "127.0.0.1:1",
@@ -140,6 +141,19 @@ def test_a_lifecycle_under_the_charts_grants_uses_them_all(
         # the scale subresource
         kube.patch_app("orders", {"spec": {"autoscaling": {"mode": "Act", "minReplicas": 3}}})
         testkit.wait_for(lambda: kube.app()["spec"]["replicas"] == 3, what="replicas set by the operator")
+        policy = kubernetes.client.PolicyV1Api(client)
+        testkit.wait_for(
+            lambda: policy.read_namespaced_pod_disruption_budget("orders", "default").spec.min_available == 2,
+            what="the disruption budget raised with the replicas (create, then patch)",
+        )
+        # the claims are the app's once it asks that they go with it (list and patch claims)
+        kube.patch_app("orders", {"spec": {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}})
+
+        def owned() -> bool:
+            listed = kubernetes.client.CoreV1Api(client).list_namespaced_persistent_volume_claim("default")
+            return all(c.metadata.owner_references for c in listed.items)
+
+        testkit.wait_for(owned, what="the claims owned by the app")
     assert fake.violations == []
     assert audit.denied == []
     assert not audit.grants - audit.used - NOT_IN_A_LIFECYCLE, audit.grants - audit.used

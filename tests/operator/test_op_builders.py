@@ -76,6 +76,56 @@ def test_a_pod_gets_the_clients_environment_unless_the_template_sets_it() -> Non
     assert env[names.ASSIGNMENT_CONFIGMAP_ENV]["value"] == "orders-assignment"
 
 
+def test_the_operators_variables_come_first_so_that_the_templates_can_refer_to_them() -> None:
+    """Kubernetes expands `$(NAME)` only from variables earlier in the list: a template's
+    `$(SMOOTHSCALE_POD_NAME)` stayed literal while the operator appended its own after the template's."""
+    template_env = [
+        {"name": "STREAMS_CLIENT_ID", "value": "$(SMOOTHSCALE_POD_NAME)"},
+        {"name": "STATE_DIR", "value": "$(SMOOTHSCALE_STATE_DIR)/streams"},
+    ]
+    template = {"spec": {"containers": [{"name": "app", "image": "orders:1", "env": template_env}]}}
+    env = build_pod(APP, spec(template=template), 0, "abc")["spec"]["containers"][0]["env"]
+    assert [variable["name"] for variable in env] == [
+        names.POD_NAME_ENV,
+        names.NAMESPACE_ENV,
+        names.APP_ENV,
+        names.ASSIGNMENT_CONFIGMAP_ENV,
+        names.METRICS_PORT_ENV,
+        names.STATE_DIR_ENV,
+        "STREAMS_CLIENT_ID",
+        "STATE_DIR",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "port"),
+    [({}, "8080"), ({"runtime": "KafkaStreams"}, "9494"), ({"metrics": {"port": 9100}}, "9100")],
+)
+def test_every_pod_gets_the_metrics_port_the_operator_scrapes(changes: dict[str, Any], port: str) -> None:
+    """The README promised SMOOTHSCALE_METRICS_PORT; no pod got it. A Kafka Streams app's default is the
+    bridge's own port, where the operator then scrapes it."""
+    app_spec = spec(**changes)
+    env = {e["name"]: e for e in build_pod(APP, app_spec, 0, "abc")["spec"]["containers"][0]["env"]}
+    assert env[names.METRICS_PORT_ENV]["value"] == port == str(app_spec.metrics.port)
+
+
+def test_the_state_directory_is_where_the_container_mounts_the_state_volume() -> None:
+    own = {"name": names.STATE_VOLUME, "mountPath": "/var/lib/streams"}
+    sidecar = {"name": "proxy", "image": "proxy:1"}
+    template = {
+        "spec": {"containers": [{"name": "app", "image": "orders:1", "volumeMounts": [own]}, sidecar]}
+    }
+    app, proxy = build_pod(APP, spec(template=template), 0, "abc")["spec"]["containers"]
+    assert {e["name"]: e.get("value") for e in app["env"]}[names.STATE_DIR_ENV] == "/var/lib/streams"
+    assert app["volumeMounts"] == [own], "the template's mount is kept as it is"
+    assert names.STATE_DIR_ENV not in {e["name"] for e in proxy["env"]}, "no state where none is mounted"
+    assert "volumeMounts" not in proxy
+    (first,) = build_pod(APP, spec(), 0, "abc")["spec"]["containers"]
+    default = {"name": names.STATE_VOLUME, "mountPath": names.DEFAULT_STATE_DIR}
+    assert first["volumeMounts"] == [default], "unmounted, the state volume goes to the first container"
+    assert {e["name"]: e.get("value") for e in first["env"]}[names.STATE_DIR_ENV] == names.DEFAULT_STATE_DIR
+
+
 def test_state_lives_in_the_ordinals_claim_with_storage_and_in_an_emptydir_without() -> None:
     volumes = {v["name"]: v for v in build_pod(APP, spec(), 1, "abc")["spec"]["volumes"]}
     assert volumes[names.STATE_VOLUME] == {"name": "state", "emptyDir": {}}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from step_testkit import listed_pod, observation
+
 from smoothscale.assignor.planner import plan
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.control import step as control_step
@@ -31,24 +33,7 @@ PUBLISHED = Publication(
 )
 DOWN = ScrapeFailure(FailureReason.UNREACHABLE, "connection refused")
 LEASE = Failover(10.0)
-PODS = [
-    PodInfo(
-        f"{APP}-{i}",
-        f"uid-{i}",
-        APP,
-        i,
-        REVISION,
-        None,
-        None,
-        "node",
-        "10.0.0.1",
-        None,
-        "Running",
-        True,
-        False,
-    )
-    for i in range(3)
-]
+PODS = [listed_pod(APP, i, REVISION, node="node") for i in range(3)]
 
 
 def observed(
@@ -58,21 +43,7 @@ def observed(
     pods: list[PodInfo] = PODS,
     published: Publication = PUBLISHED,
 ) -> control_step.Observation:
-    return control_step.Observation(
-        now=NOW + timedelta(seconds=at),
-        app=APP,
-        spec=SPEC,
-        problems=None,
-        spec_generation=1,
-        status_generation=published.generation,
-        previous_status=None,
-        pods=pods,
-        zones={},
-        results=results,
-        published=published,
-        revision=REVISION,
-        renewals=renewals,
-    )
+    return observation(APP, SPEC, REVISION, NOW + timedelta(seconds=at), pods, results, published, renewals)
 
 
 def lost_pod_rounds(config: control_step.RoundConfig, seconds: list[float]) -> list[control_step.Decisions]:

@@ -39,6 +39,25 @@ def test_a_kafka_streams_app_gets_the_move_in_one_generation() -> None:
     assert published_again is None, "an unchanged plan is not published again"
 
 
+def test_a_kafka_streams_app_recovers_from_a_deleted_configmap_at_once() -> None:
+    """The assignment ConfigMap deleted under a Kafka Streams app: the operator wrote an empty "barrier"
+    generation and waited for every pod to apply it, but a bridge applies a generation only when its tasks
+    follow it, and Kafka Streams never runs without its tasks: no pod acknowledged, nothing was published
+    again, and the app was stuck on Kafka's own assignment. Kafka's rebalance keeps a task off two pods, so
+    the plan is published again at once, above every generation seen."""
+    lost = Publication(generation=0)
+    rebuilt = next_generation(lost, DESIRED, ACKED, ALIVE, 4, kafka_rebalances=True)
+    assert rebuilt == Publication(generation=5, assignment=DESIRED)
+    # An empty barrier already written (by an operator before this fix) is not waited on either.
+    barrier = Publication(generation=5)
+    after = next_generation(barrier, DESIRED, ACKED, ALIVE, 5, kafka_rebalances=True)
+    assert after == Publication(generation=6, assignment=DESIRED)
+    # With nothing planned yet, the barrier still keeps the generations above the pods' own.
+    assert next_generation(lost, None, ACKED, ALIVE, 4, kafka_rebalances=True) == Publication(generation=5)
+    # The client library's pods still wait on the barrier: a pod may run anything a lost generation gave it.
+    assert next_generation(barrier, DESIRED, ACKED, ALIVE, 5) is None
+
+
 def test_the_client_librarys_runtime_still_revokes_first() -> None:
     revoking = next_generation(PUBLISHED, DESIRED, ACKED, ALIVE, 4)
     assert revoking is not None

@@ -76,7 +76,9 @@ def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
     kube: Kubectl, fake: MemoryRuntime, run_operator
 ) -> None:
     with run_operator():
-        kube.apply(streamsapp(replicas=5, partitions=10, storage=True))
+        app = streamsapp(replicas=5, partitions=10, storage=True)
+        app["spec"]["storage"]["retentionPolicy"] = {"whenScaled": "Delete"}
+        kube.apply(app)
         wait_for(lambda: balanced(kube.publication(), 5, 10), what="balance on 5")
         fake.restore_rate = 100_000
         for name in ("orders-3", "orders-4"):
@@ -100,7 +102,7 @@ def test_scale_down_retires_the_highest_ordinals_once_they_hold_nothing(
         assert {"PodLeaving", "PodRetired"} <= kube.reasons()
         claims = kube.core.list_namespaced_persistent_volume_claim("default").items
         assert sorted(c.metadata.name for c in claims) == [f"orders-state-{i}" for i in range(3)], (
-            "deleteOnScaleDown"
+            "whenScaled: Delete"
         )
 
 

@@ -35,9 +35,15 @@ class CountingApi:
         return {"metadata": metadata, "status": {"phase": "Running", "podIP": f"10.0.0.{ordinal}"}}
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        if path.endswith("/persistentvolumeclaims"):
+            return {"items": []}  # the claims' owners, brought in line once
         assert path.endswith("/pods"), path
         self.lists += 1
         return {"items": list(self.pods.values())}
+
+    async def create(self, path: str, body: Any) -> Any:
+        assert path.endswith("/poddisruptionbudgets"), path  # the app's budget: the only thing created here
+        return body
 
     async def patch(self, path: str, body: Any, **_: Any) -> dict[str, Any]:
         pod = self.pods[path.rsplit("/", 1)[1]]

@@ -322,14 +322,21 @@ def test_unknown_racks_are_a_condition_and_an_event_naming_them() -> None:
 
 def test_degraded_names_the_most_consequential_problem_and_the_pods_it_concerns() -> None:
     """Planning held beats an unreadable ConfigMap, which beats pods whose metrics failed; the message names
-    the pods (sorted) and each failure's reason, and nothing wrong is no problem at all."""
+    the pods (sorted) and each failure with the URL tried (a Kafka Streams app scraped on the wrong port
+    went Degraded without a word of where), and nothing wrong is no problem at all."""
     failures = {
-        "orders-2": ScrapeFailure(FailureReason.HTTP_ERROR, "503"),
-        "orders-0": ScrapeFailure(FailureReason.UNREACHABLE, "refused"),
+        "orders-2": ScrapeFailure(FailureReason.HTTP_ERROR, "GET http://10.0.0.2:8080/metrics: HTTP 503"),
+        "orders-0": ScrapeFailure(FailureReason.UNREACHABLE, "GET http://10.0.0.1:8080/metrics: refused"),
     }
     assert degraded() is None
     assert degraded(failures=failures) == Problem(
-        "MetricsUnavailable", "no metrics from orders-0 (Unreachable), orders-2 (HttpError)"
+        "MetricsUnavailable",
+        "no metrics from orders-0 (Unreachable: GET http://10.0.0.1:8080/metrics: refused), "
+        "orders-2 (HttpError: GET http://10.0.0.2:8080/metrics: HTTP 503)",
+    )
+    held_failing = degraded(held_for=("orders-0",), failures=failures)
+    assert held_failing is not None and "orders-0 (Unreachable: GET http://10.0.0.1:8080/metrics" in str(
+        held_failing.message
     )
     unreadable = degraded(unreadable="not gzip", failures=failures)
     assert unreadable == Problem("AssignmentUnreadable", "the assignment ConfigMap cannot be read: not gzip")

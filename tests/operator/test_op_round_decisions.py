@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from step_testkit import listed_pod, observation
+
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
 from smoothscale.control import step as control_step
@@ -39,41 +41,13 @@ DOWN = ScrapeFailure(FailureReason.UNREACHABLE, "connection refused")
 
 
 def pod(ordinal: int, *, ready: bool = True) -> PodInfo:
-    name = f"{APP}-{ordinal}"
-    return PodInfo(
-        name,
-        f"uid-{ordinal}",
-        APP,
-        ordinal,
-        REVISION,
-        None,
-        None,
-        "node-a",
-        "10.0.0.1",
-        None,
-        "Running",
-        ready,
-        False,
-    )
+    return listed_pod(APP, ordinal, REVISION, ready=ready)
 
 
 def seen(
     pods: list[PodInfo], results: dict[str, ScrapeResult], published: Publication = PUBLISHED, at: float = 0
 ) -> control_step.Observation:
-    return control_step.Observation(
-        now=NOW + timedelta(seconds=at),
-        app=APP,
-        spec=SPEC,
-        problems=None,
-        spec_generation=1,
-        status_generation=published.generation,
-        previous_status=None,
-        pods=pods,
-        zones={},
-        results=results,
-        published=published,
-        revision=REVISION,
-    )
+    return observation(APP, SPEC, REVISION, NOW + timedelta(seconds=at), pods, results, published)
 
 
 def no_planner(snapshot: Snapshot) -> Plan:

@@ -12,18 +12,21 @@ the app's finalizers, garbage collection of what the app owns, claims released o
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import kubernetes
 import pytest
 import yaml
 from realkube_kit import Cluster, Json, sibling_kit, wait_for
 
 from smoothscale.contract import names as contract
 from smoothscale.operator.access import Access
+from smoothscale.sandbox import invariants
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.control_plane import RunningControlPlane
-from smoothscale.sandbox.demo import APP, worker_env
+from smoothscale.sandbox.demo import APP, demo_tasks, worker_env
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.observe import observe
 
@@ -116,6 +119,12 @@ def test_a_lifecycle_as_the_charts_service_account(
         lambda: cluster.kubectl("scale", f"sapp/{APP}", "--replicas=5"),
     )
     assert len(out.pods) == 5
+    # the PodDisruptionBudget follows the replicas: as many may go at once as there are standbys, at least one
+    budget = kubernetes.client.PolicyV1Api(cluster.api).read_namespaced_pod_disruption_budget(
+        APP, cluster.namespace
+    )
+    standbys = sandbox.app(APP)["spec"]["assignment"]["numStandbys"]
+    assert budget.spec.min_available == 5 - max(1, standbys)
     status, scale = cluster.request("GET", cluster.app_path(APP, "scale"))
     assert status == 200 and scale["spec"]["replicas"] == 5 and scale["status"]["replicas"] == 5
     selected = cluster.core.list_namespaced_pod(cluster.namespace, label_selector=scale["status"]["selector"])
@@ -165,6 +174,14 @@ def test_a_lifecycle_as_the_charts_service_account(
     assert before.isdisjoint(pod.revision for pod in swapped.pods)
     run.finish(swapped)
 
+    # the claims outlive the app unless it asks otherwise: asked, the operator makes them the app's
+    assert all(not c.metadata.owner_references for c in _claims(cluster)), "whenDeleted: Retain"
+    retention = {"storage": {"retentionPolicy": {"whenDeleted": "Delete"}}}
+    sandbox.patch_app(APP, {"spec": retention})
+    wait_for(
+        lambda: all(c.metadata.owner_references for c in _claims(cluster)), timeout=30, what="claims owned"
+    )
+
     # an invalid spec the schema cannot see (a topic read by two subtopologies): the last assignment runs on
     generation = sandbox.publication(APP).generation
     topology = sandbox.app(APP)["spec"]["topology"]
@@ -201,6 +218,10 @@ def _condition(app: Json, kind: str, status: str) -> Json | None:
     return next((c for c in conditions if c["type"] == kind and c["status"] == status), None)
 
 
+def _claims(cluster: Cluster) -> list[kubernetes.client.V1PersistentVolumeClaim]:
+    return list(cluster.core.list_namespaced_persistent_volume_claim(cluster.namespace).items)
+
+
 def _owned(cluster: Cluster) -> list[str]:
     """What is left of the app's own objects in the test's namespace."""
     core, namespace = cluster.core, cluster.namespace
@@ -216,3 +237,50 @@ def _owned(cluster: Cluster) -> list[str]:
 
 def test_an_operator_killed_mid_migration_resumes_and_finishes_it(sandbox: Sandbox) -> None:
     e2e.Run(sandbox).operator_killed_mid_migration()
+
+
+def test_an_eviction_the_budget_allows_is_replaced_and_one_beyond_it_is_refused(
+    sandbox: Sandbox, cluster: Cluster
+) -> None:
+    """`kubectl drain` evicts through the Eviction API, which the kube-apiserver checks against the app's
+    PodDisruptionBudget as kube-controller-manager's disruption controller keeps it: with one standby per
+    task, one pod of three may go; a second eviction before the first pod is replaced is refused (429, which
+    drain retries), and the operator creates the evicted pod again, its tasks moved to their standbys."""
+    run = e2e.Run(sandbox)
+    run.start(replicas=3)
+    policy = kubernetes.client.PolicyV1Api(cluster.api)
+
+    def allowed() -> int:
+        budget = policy.read_namespaced_pod_disruption_budget(APP, cluster.namespace)
+        return int(budget.status.disruptions_allowed or 0) if budget.status else 0
+
+    wait_for(lambda: allowed() == 1, timeout=30, what="one disruption allowed")
+    evicted = cluster.core.read_namespaced_pod("orders-0", cluster.namespace).metadata.uid
+
+    def evict_two() -> None:
+        _evict(cluster, "orders-0")
+        with pytest.raises(kubernetes.client.ApiException) as refused:
+            _evict(cluster, "orders-1")
+        assert refused.value.status == 429, refused.value
+
+    def replaced(_: object) -> bool:
+        pods = {
+            p.metadata.name: p.metadata.uid for p in cluster.core.list_namespaced_pod(cluster.namespace).items
+        }
+        return pods.get("orders-0") not in (None, evicted)
+
+    started = time.time()
+    last = run.step("eviction", e2e.CRASH_BOUND, evict_two, also=replaced)
+    gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
+    print(json.dumps({"eviction_longest_gap_seconds": round(max(gaps.values()), 2)}))
+    assert len(last.pods) == 3
+    # a pod evicted and created again under its name counts once the controller saw it terminating
+    wait_for(lambda: allowed() == 1, timeout=150, what="the budget whole again")
+    run.finish(last)
+
+
+def _evict(cluster: Cluster, pod: str) -> None:
+    metadata = kubernetes.client.V1ObjectMeta(name=pod, namespace=cluster.namespace)
+    cluster.core.create_namespaced_pod_eviction(
+        pod, cluster.namespace, kubernetes.client.V1Eviction(metadata=metadata)
+    )

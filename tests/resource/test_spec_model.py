@@ -71,7 +71,8 @@ def test_defaults_fill_every_optional_section(minimal_spec: Json) -> None:
 def test_storage_defaults(minimal_spec: Json) -> None:
     spec = StreamsAppSpec.model_validate({**minimal_spec, "storage": {"size": "1Gi"}})
     assert spec.storage is not None
-    assert (spec.storage.storage_class_name, spec.storage.delete_on_scale_down) == (None, True)
+    assert spec.storage.storage_class_name is None
+    assert not spec.storage.deletes_with_app and not spec.storage.deletes_on_scale_down, "Retain"
 
 
 def test_dump_is_camel_case_and_round_trips(example: Json) -> None:
@@ -79,7 +80,7 @@ def test_dump_is_camel_case_and_round_trips(example: Json) -> None:
     dumped = spec.model_dump(mode="json", exclude_none=True)
     assert "probingInterval" in dumped["assignment"]
     assert "nonOverlapCost" in dumped["assignment"]["rackAware"]
-    assert "deleteOnScaleDown" in dumped["storage"]
+    assert dumped["storage"]["retentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Delete"}
     assert "inputTopics" in dumped["topology"]["subtopologies"][0]
     assert StreamsAppSpec.model_validate(dumped) == spec
 

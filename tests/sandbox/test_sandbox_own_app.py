@@ -13,7 +13,10 @@ from smoothscale.cli.main import cli
 from smoothscale.sandbox.app_process import AppJarError, AppProcess, holds_bridge
 from smoothscale.sandbox.demo import StepResult
 from smoothscale.sandbox.demo_kafka import InputTopic
+from smoothscale.sandbox.kafka_streams import KafkaStreamsCommand
 from smoothscale.sandbox.observe import PodView, Snapshot, processing_intervals
+from smoothscale.sandbox.podruntime import Launch
+from smoothscale.sandbox.podspec import AppSettings
 from smoothscale.sandbox.records import handovers
 from smoothscale.sandbox.report import step_failures, step_figures
 from smoothscale.sandbox.streams_app import fallbacks_after_first_plan
@@ -65,6 +68,26 @@ def test_the_bridge_is_added_after_the_apps_jars_and_the_main_class_runs_from_th
     ]
     shaded = _jar(tmp_path / "shaded.jar", "io/smoothscale/streams/SmoothscaleMetricsReporter.class")
     assert AppProcess((app_jar, shaded), "com.example.App").argv(JAVA, _bridge)[-2] == f"{app_jar}:{shaded}"
+
+
+def test_the_apps_arguments_are_the_containers_args_expanded_as_a_kubelet_does(tmp_path: Path) -> None:
+    app_jar = _jar(tmp_path / "app.jar", "io/smoothscale/streams/SmoothscaleMetricsReporter.class", main="A")
+    pod_name = {"name": "SMOOTHSCALE_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    container = {
+        "name": "app",
+        "env": [pod_name, {"name": "CLIENT", "value": "$(SMOOTHSCALE_POD_NAME)-c"}],
+        "args": ["--state=$(SMOOTHSCALE_STATE_DIR)", "--id=$(CLIENT)", "$$(CLIENT)", "$(UNKNOWN)"],
+    }
+    pod = {
+        "metadata": {"name": "orders-1", "namespace": "shop", "labels": {}},
+        "spec": {"containers": [container]},
+    }
+    state = tmp_path / "state"
+    launch = Launch(pod, AppSettings(), "127.0.0.5", state, tmp_path / "log")
+    streams = KafkaStreamsCommand(tmp_path / "kubeconfig", "127.0.0.1:9092", app=AppProcess((app_jar,)))
+    command = streams(launch)
+    assert command.argv[-4:] == [f"--state={state}", "--id=orders-1-c", "$(CLIENT)", "$(UNKNOWN)"]
+    assert command.argv[-6:-4] == ["-jar", str(app_jar)]
 
 
 def test_jars_that_cannot_run_are_refused_with_what_to_do(tmp_path: Path) -> None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from smoothscale.contract import names as contract
+from smoothscale.operator.appref import AppRef
+from smoothscale.operator.podset import build_pod
+from smoothscale.resource import load_spec
 from smoothscale.sandbox.addresses import LoopbackAddresses, random_block
+from smoothscale.sandbox.podruntime import Launch
 from smoothscale.sandbox.podspec import (
     AppSettings,
     app_settings,
@@ -17,6 +22,7 @@ from smoothscale.sandbox.podspec import (
     restarts_after,
     state_volume,
 )
+from smoothscale.sandbox.processruntime import pod_env
 from smoothscale.sandbox.scheduling import accepted_zones, choose_zone
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -98,6 +104,33 @@ def test_state_volume_restart_policy_grace_and_app_settings() -> None:
     }
     assert app_settings(app) == AppSettings(9400, "/prom", frozenset({"0"}))
     assert app_settings(None) == AppSettings()
+    streams = app_settings({"spec": {"runtime": "KafkaStreams"}})
+    assert streams.metrics_port == contract.BRIDGE_METRICS_PORT, "the bridge's port unless the spec says"
+
+
+def test_a_template_that_maps_its_settings_from_the_operators_variables_gets_them(tmp_path: Path) -> None:
+    """The demo's pods shared the literal folder `$(SMOOTHSCALE_STATE_DIR)` and died on Kafka Streams' state
+    lock: the stand-in expanded nothing. Now a pod the operator built gets its own name and the stand-in's
+    folder of its state volume wherever the template refers to them (and literal text where it refers to
+    what is defined after, or nowhere, as a kubelet leaves it)."""
+    template_env = [
+        {"name": "STREAMS_CLIENT_ID", "value": "$(SMOOTHSCALE_POD_NAME)"},
+        {"name": "STREAMS_STATE_DIR", "value": "$(SMOOTHSCALE_STATE_DIR)"},
+        {"name": "PORT", "value": "$(SMOOTHSCALE_METRICS_PORT)"},
+        {"name": "EARLY", "value": "$(LATE)"},
+        {"name": "LATE", "value": "$$(SMOOTHSCALE_APP) is $(SMOOTHSCALE_APP)"},
+    ]
+    template = {"spec": {"containers": [{"name": "app", "image": "orders:1", "env": template_env}]}}
+    app_spec = load_spec({"template": template, "runtime": "KafkaStreams"})
+    pod = build_pod(AppRef("shop", "orders", "u-1"), app_spec, 3, "rev")
+    settings = app_settings({"spec": app_spec.model_dump(mode="json")})
+    launch = Launch(pod, settings, "127.0.0.9", tmp_path / "state" / "orders-3", tmp_path / "orders-3.log")
+    env = pod_env(launch)
+    assert env["STREAMS_CLIENT_ID"] == "orders-3"
+    assert env["STREAMS_STATE_DIR"] == env[contract.STATE_DIR_ENV] == str(launch.state_dir)
+    assert env["PORT"] == env[contract.METRICS_PORT_ENV] == str(contract.BRIDGE_METRICS_PORT)
+    assert env["EARLY"] == "$(LATE)"
+    assert env["LATE"] == "$(SMOOTHSCALE_APP) is orders"
 
 
 def test_loopback_addresses_are_never_reused_and_skip_busy_ones() -> None:

@@ -49,7 +49,7 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option(
     "--state-dir",
-    envvar=env.STATE_DIR_ENV,
+    envvar=contract.STATE_DIR_ENV,
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="Where the task state directories live (the pod's volume).",
@@ -57,7 +57,7 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 @click.option("--metrics-host", envvar=env.METRICS_HOST_ENV, default="0.0.0.0", show_default=True)
 @click.option(
     "--metrics-port",
-    envvar=env.METRICS_PORT_ENV,
+    envvar=contract.METRICS_PORT_ENV,
     type=int,
     default=contract.DEFAULT_METRICS_PORT,
     show_default=True,

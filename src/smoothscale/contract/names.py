@@ -36,6 +36,12 @@ POD_NAME_ENV: Final = "SMOOTHSCALE_POD_NAME"
 NAMESPACE_ENV: Final = "SMOOTHSCALE_NAMESPACE"
 APP_ENV: Final = "SMOOTHSCALE_APP"
 ASSIGNMENT_CONFIGMAP_ENV: Final = "SMOOTHSCALE_ASSIGNMENT_CONFIGMAP"
+METRICS_PORT_ENV: Final = "SMOOTHSCALE_METRICS_PORT"
+"""`spec.metrics.port`: where the operator scrapes the pod (the client library and the bridge serve there)."""
+STATE_DIR_ENV: Final = "SMOOTHSCALE_STATE_DIR"
+"""Where the container mounts the state volume: the directory its state stores must live in."""
+DEFAULT_STATE_DIR: Final = "/var/lib/smoothscale/state"
+"""Where the operator mounts the state volume in the first container if no template container does."""
 
 # -- Prometheus metrics every pod exposes --------------------------------------------------------------------
 TASK_LAG_METRIC: Final = "smoothscale_task_lag"
@@ -57,6 +63,10 @@ ASSIGNOR_FAILOVERS_METRIC: Final = "smoothscale_bridge_assignor_failovers_total"
 TOPOLOGY_PARTITIONS_METRIC: Final = "smoothscale_bridge_topology_partitions"
 TASK_LABEL: Final = "task"
 DEFAULT_METRICS_PORT: Final = 8080
+"""The metrics port of a pod running the client library, unless `spec.metrics.port` says otherwise."""
+BRIDGE_METRICS_PORT: Final = 9494
+"""The port the Kafka Streams bridge serves its metrics on unless told otherwise (`BridgeSettings`): the
+default of `spec.metrics.port` for `runtime: KafkaStreams`."""
 DEFAULT_METRICS_PATH: Final = "/metrics"
 
 

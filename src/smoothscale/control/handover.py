@@ -211,14 +211,18 @@ def next_generation(
     (`next_publication`).
     """
     barrier = barrier_after_loss(published, status_generation, acked)
+    planned = desired is not None and desired_reachable(desired, alive)
+    if kafka_rebalances and desired is not None and planned:
+        # No barrier to wait on: Kafka's rebalance keeps a task off two pods, and a bridge applies a
+        # generation only when its tasks follow it, which an empty one never does while it holds tasks.
+        above = published if barrier is None else Publication(generation=barrier - 1)
+        return plan_as_published(above, desired, alive)
     if barrier is not None:
         return Publication(generation=barrier)
     if barrier_pending(published, acked, alive):
         return None  # some pod may still run what a lost generation gave it
-    if desired is None or not desired_reachable(desired, alive):
+    if desired is None or not planned:
         return None  # nothing planned yet, or the plan names a pod that is gone: wait for the next plan
-    if kafka_rebalances:
-        return plan_as_published(published, desired, alive)
     pods = None if ready is None else set(ready)
     return next_publication(published, desired, acked, set(alive), pods, max_warmups)
 

@@ -50,7 +50,7 @@ class PodSetInput:
     scale_down_timeout: float | None
     """Seconds, or None to wait as long as it takes."""
     delete_claims: bool
-    """Whether a retired pod's state claim goes with it (storage set and `deleteOnScaleDown`)."""
+    """Whether a retired pod's state claim goes with it (storage set, `whenScaled: Delete`)."""
     pods: Sequence[PodInfo]
     holding: Collection[str]
     """Pods the published assignment gives a task, or that a hand-over still waits for."""

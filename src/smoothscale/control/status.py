@@ -53,18 +53,24 @@ def degraded(
 ) -> Problem | None:
     """The `Degraded` condition's problem, the most consequential first: planning held for pods that hold
     tasks and report no metrics (their tasks stay put), an assignment ConfigMap that cannot be read (nothing
-    is published), then pods whose metrics failed (`failures`: those that matter, see the reconciler)."""
+    is published), then pods whose metrics failed (`failures`: those that matter, see the reconciler). Each
+    failed pod is named with its failure, the URL tried among it: a wrong port or path shows at once."""
+    failures = failures or {}
+
+    def named(pod: str) -> str:
+        failure = failures.get(pod)
+        return pod if failure is None else f"{pod} ({failure.reason}: {failure.message})"
+
     if held_for:
         return Problem(
             "MetricsUnavailable",
-            f"planning held: no metrics from {', '.join(held_for)}, which hold tasks; "
+            f"planning held: no metrics from {', '.join(map(named, held_for))}, which hold tasks; "
             "their tasks stay where they are until the pods report again or are gone",
         )
     if unreadable is not None:
         return Problem("AssignmentUnreadable", f"the assignment ConfigMap cannot be read: {unreadable}")
-    failed = sorted(f"{pod} ({failure.reason})" for pod, failure in (failures or {}).items())
-    if failed:
-        return Problem("MetricsUnavailable", f"no metrics from {', '.join(failed)}")
+    if failures:
+        return Problem("MetricsUnavailable", f"no metrics from {', '.join(map(named, sorted(failures)))}")
     return None
 
 

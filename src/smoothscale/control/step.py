@@ -583,7 +583,7 @@ def _pod_set(
     policy = scaling_policy(
         spec.scaling,
         spec.replicas,
-        delete_claims=spec.storage is not None and spec.storage.delete_on_scale_down,
+        delete_claims=spec.storage is not None and spec.storage.deletes_on_scale_down,
     )
     return decide_pod_set(
         seen.app,

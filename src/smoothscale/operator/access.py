@@ -46,9 +46,12 @@ CLIENT_ACCESS: Final[frozenset[Access]] = (
     # Pods: listed every round (never from a cache), created when missing, deleted when retired, stopped or
     # restarted, annotated when leaving.
     _rows("", "pods", "list", "create", "delete", "patch")
-    # State claims (spec.storage): one per ordinal, deleted on scale-down with deleteOnScaleDown; read back
-    # when its creation meets a name already taken (a claim still being deleted).
-    | _rows("", "persistentvolumeclaims", "get", "create", "delete")
+    # State claims (spec.storage): one per ordinal, deleted on scale-down with `whenScaled: Delete`; listed
+    # and patched to give them the owner `whenDeleted` asks for (retention.py); read back when a creation
+    # meets a name already taken (a claim still being deleted).
+    | _rows("", "persistentvolumeclaims", "get", "list", "create", "delete", "patch")
+    # The app's PodDisruptionBudget (disruption.py): created, then patched as replicas change.
+    | _rows("policy", "poddisruptionbudgets", "create", "patch")
     # The assignment ConfigMap: read after a restart, created once, then patched for every generation.
     | _rows("", "configmaps", "get", "create", "patch")
     # The Secret an app's spec.kafka.secretRef names, read by name (never listed or watched).

@@ -2,9 +2,11 @@
 
 Pods are created one by one (no StatefulSet: any pod must be removable, as host swaps and drains need), named
 `<app>-<ordinal>`, from the app's template plus what Contract 3 asks for: labels, the revision hash, the
-state volume (the ordinal's claim, so that a pod recreated with that ordinal finds its state again), the
-assignment ConfigMap as a volume, the environment the client library reads, and a restrictive security
-context. What the template already defines wins, except the reserved labels.
+state volume (the ordinal's claim, so that a pod recreated with that ordinal finds its state again; mounted
+in the first container unless the template mounts it), the assignment ConfigMap as a volume, the environment
+the client library and the bridge read (first in every container's list, so that the template's own
+variables can refer to it as `$(SMOOTHSCALE_POD_NAME)`), and a restrictive security context. What the
+template already defines wins, except the reserved labels.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 from typing import Any
 
 from smoothscale.control import names
-from smoothscale.resource import Runtime, StreamsAppSpec
+from smoothscale.resource import Runtime, StorageSpec, StreamsAppSpec
 
 from .appref import AppRef
 
@@ -69,9 +71,10 @@ def build_pod(app: AppRef, spec: StreamsAppSpec, ordinal: int, revision: str) ->
     if spec.runtime is Runtime.KAFKA_STREAMS:
         pod_spec.setdefault("terminationGracePeriodSeconds", KAFKA_STREAMS_GRACE_SECONDS)
     pod_spec["securityContext"] = _restricted(POD_SECURITY_CONTEXT, pod_spec.get("securityContext"))
+    _mount_state(pod_spec)
     for key in ("containers", "initContainers"):
         for container in pod_spec.get(key) or []:
-            _add_env(container, app)
+            _add_env(container, app, spec)
             container["securityContext"] = _restricted(
                 CONTAINER_SECURITY_CONTEXT, container.get("securityContext")
             )
@@ -107,10 +110,16 @@ def build_state_claim(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[s
             "name": names.state_claim(app.name, ordinal),
             "namespace": app.namespace,
             "labels": names.app_labels(app.name),
-            "ownerReferences": [app.owner_reference()],
+            "ownerReferences": claim_owners(app, storage),
         },
         "spec": claim_spec,
     }
+
+
+def claim_owners(app: AppRef, storage: StorageSpec) -> list[dict[str, Any]]:
+    """The owner references of the app's state claims: the app when they go with it (`whenDeleted:
+    Delete`, the garbage collector removes them), none when they outlive it (`Retain`)."""
+    return [app.owner_reference()] if storage.deletes_with_app else []
 
 
 def _state_volume(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[str, Any]:
@@ -132,7 +141,29 @@ def _restricted(defaults: dict[str, Any], template: dict[str, Any] | None) -> di
     return {**copy.deepcopy(defaults), **(template or {})}
 
 
-def _add_env(container: dict[str, Any], app: AppRef) -> None:
+def _mount_state(pod_spec: dict[str, Any]) -> None:
+    """The state volume mounted at `DEFAULT_STATE_DIR` in the first container, unless a container of the
+    template mounts it already (where the template wants it)."""
+    containers = pod_spec.get("containers") or []
+    if not containers or any(_state_dir(container) is not None for container in containers):
+        return
+    first = containers[0]
+    mount = {"name": names.STATE_VOLUME, "mountPath": names.DEFAULT_STATE_DIR}
+    first["volumeMounts"] = [*(first.get("volumeMounts") or []), mount]
+
+
+def _state_dir(container: dict[str, Any]) -> str | None:
+    """Where the container mounts the state volume, if it does."""
+    for mount in container.get("volumeMounts") or []:
+        if mount.get("name") == names.STATE_VOLUME and mount.get("mountPath"):
+            return str(mount["mountPath"])
+    return None
+
+
+def _add_env(container: dict[str, Any], app: AppRef, spec: StreamsAppSpec) -> None:
+    """Contract 3's variables first in the container's list, then the template's own: Kubernetes expands a
+    `$(NAME)` reference only from variables defined before it, so a template's `$(SMOOTHSCALE_POD_NAME)`
+    must come after ours. A variable the template defines itself is the template's."""
     env = list(container.get("env") or [])
     defined = {variable.get("name") for variable in env}
     ours: list[dict[str, Any]] = [
@@ -140,6 +171,9 @@ def _add_env(container: dict[str, Any], app: AppRef) -> None:
         {"name": names.NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
         {"name": names.APP_ENV, "value": app.name},
         {"name": names.ASSIGNMENT_CONFIGMAP_ENV, "value": names.assignment_configmap(app.name)},
+        {"name": names.METRICS_PORT_ENV, "value": str(spec.metrics.port)},
     ]
-    env.extend(variable for variable in ours if variable["name"] not in defined)
-    container["env"] = env
+    state_dir = _state_dir(container)
+    if state_dir is not None:
+        ours.append({"name": names.STATE_DIR_ENV, "value": state_dir})
+    container["env"] = [variable for variable in ours if variable["name"] not in defined] + env

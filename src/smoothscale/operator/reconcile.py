@@ -50,6 +50,7 @@ from smoothscale.resource import GroupProtocol, InvalidSpecError, MetricsSpec, S
 from .appref import AppRef
 from .autoscaling import AppAutoscaling
 from .context import OperatorContext
+from .disruption import BudgetKeeper
 from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
@@ -57,6 +58,7 @@ from .podactions import PodSetActions
 from .podset import template_revision
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
+from .retention import ClaimOwnership
 from .roundmetrics import RoundMetrics
 from .scrape import metrics_url
 
@@ -119,6 +121,8 @@ class AppReconciler:
         self.report = AppReporter(app, context, lambda: self.publication.generation)
         self.round_metrics = RoundMetrics(context.metrics, app)
         self.actions = PodSetActions(app, context.api, self.report)
+        self.claims = ClaimOwnership(app, context.api)
+        self.budget = BudgetKeeper(app, context.api, timedelta(seconds=context.config.assignment_recheck))
         self.kafka = KafkaObserver(app, context.api, context.clock)
         self.autoscaling = AppAutoscaling(app, context, self.report)
         self.config = RoundConfig(
@@ -344,6 +348,9 @@ class AppReconciler:
 
     async def _act(self, observed: Observed, decisions: Decisions) -> None:
         spec = observed.spec
+        if spec is not None:
+            await self.claims.keep(spec.storage)
+            await self.budget.keep(spec, observed.now)
         if spec is not None and decisions.pod_set is not None and not decisions.pod_set.empty:
             self._pods_read = None  # the next round lists the pods these actions change
             await self.actions.apply(decisions.pod_set, spec, observed.revision, observed.now)

@@ -18,6 +18,8 @@ from .planner import (
 )
 from .spec import (
     AssignmentSpec,
+    ClaimRetention,
+    ClaimRetentionPolicy,
     MetricNames,
     MetricsSpec,
     PodSpecShape,
@@ -56,6 +58,8 @@ __all__ = [
     "AutoscalingStatus",
     "AutoscalingTarget",
     "ChangelogStatus",
+    "ClaimRetention",
+    "ClaimRetentionPolicy",
     "Condition",
     "ConditionStatus",
     "ConditionType",

@@ -48,7 +48,7 @@ class ScalingPolicy:
     stabilization: timedelta | None
     """scaleDownStabilization: how long a scale-down may wait for warmups in flight (None: off)."""
     delete_claims: bool
-    """A retired pod's state claim goes with it (`storage.deleteOnScaleDown`)."""
+    """A retired pod's state claim goes with it (`storage.retentionPolicy.whenScaled: Delete`)."""
 
 
 def max_surge_pods(max_surge: int | str, replicas: int) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from smoothscale.assignor.models import (
     BalanceBy,
@@ -36,6 +36,8 @@ from .kafka import KafkaSpec
 
 __all__ = [
     "AssignmentSpec",
+    "ClaimRetention",
+    "ClaimRetentionPolicy",
     "MetricNames",
     "MetricsSpec",
     "PodSpecShape",
@@ -50,6 +52,11 @@ __all__ = [
 ]
 
 _EMPTY_SECTION: dict[str, Any] = {"default": {}}
+
+
+def _no_schema_default(schema: dict[str, Any]) -> None:
+    """A field whose default depends on another field: the API server must not fill it in."""
+    schema.pop("default", None)
 
 
 def _planner_default(model: type[BaseModel], name: str) -> Any:
@@ -73,6 +80,13 @@ class Runtime(StrEnum):
     """smoothscale's Python client library: the operator hands tasks over in two generations."""
     KAFKA_STREAMS = "KafkaStreams"
     """Kafka Streams with the smoothscale-streams bridge: Kafka's cooperative rebalance is the hand-over."""
+
+    @property
+    def metrics_port(self) -> int:
+        """Where the runtime serves its metrics unless `spec.metrics.port` says otherwise: the bridge's own
+        port for Kafka Streams, the client library's otherwise."""
+        bridge = self is Runtime.KAFKA_STREAMS
+        return contract.BRIDGE_METRICS_PORT if bridge else contract.DEFAULT_METRICS_PORT
 
 
 class UpdateStrategy(StrEnum):
@@ -272,6 +286,29 @@ class ScalingSpec(SpecModel):
     )
 
 
+class ClaimRetention(StrEnum):
+    """What becomes of a state claim when its pod goes for good (a StatefulSet's retention values)."""
+
+    RETAIN = "Retain"
+    DELETE = "Delete"
+
+
+class ClaimRetentionPolicy(SpecModel):
+    """When the state claims are deleted, as a StatefulSet's persistentVolumeClaimRetentionPolicy: by
+    default never, so that a mistake (a deleted StreamsApp, a scale-down too far) costs no state."""
+
+    when_deleted: ClaimRetention = Field(
+        ClaimRetention.RETAIN,
+        description="When the StreamsApp is deleted. Retain: the claims stay, and a StreamsApp of the same "
+        "name created again mounts them (its pods find their state); Delete: they go with the app.",
+    )
+    when_scaled: ClaimRetention = Field(
+        ClaimRetention.RETAIN,
+        description="When a scale-down retires a pod. Retain: its claim stays for a later scale-up to the "
+        "same ordinal; Delete: it goes with the pod.",
+    )
+
+
 class StorageSpec(SpecModel):
     """A PersistentVolumeClaim per pod ordinal for the state stores; without it state lives in emptyDir."""
 
@@ -279,11 +316,19 @@ class StorageSpec(SpecModel):
     storage_class_name: str | None = Field(
         None, description="StorageClass of the claims; absent means the cluster's default class."
     )
-    delete_on_scale_down: bool = Field(
-        True,
-        description="Delete a pod's claim when the pod is removed by a scale-down; false keeps it "
-        "(and its state) for a later scale-up to the same ordinal.",
+    retention_policy: ClaimRetentionPolicy = Field(
+        default_factory=ClaimRetentionPolicy,
+        description="When the claims are deleted (whenDeleted, whenScaled: Retain or Delete).",
+        json_schema_extra=_EMPTY_SECTION,
     )
+
+    @property
+    def deletes_on_scale_down(self) -> bool:
+        return self.retention_policy.when_scaled is ClaimRetention.DELETE
+
+    @property
+    def deletes_with_app(self) -> bool:
+        return self.retention_policy.when_deleted is ClaimRetention.DELETE
 
 
 class MetricNames(SpecModel):
@@ -311,7 +356,13 @@ class MetricsSpec(SpecModel):
     """Where each pod exposes its Prometheus metrics."""
 
     port: int = Field(
-        contract.DEFAULT_METRICS_PORT, ge=1, le=65535, description="Container port of the metrics endpoint."
+        contract.DEFAULT_METRICS_PORT,
+        ge=1,
+        le=65535,
+        description=f"Container port of the metrics endpoint. Unless set: {contract.DEFAULT_METRICS_PORT} "
+        f"(the client library's), {contract.BRIDGE_METRICS_PORT} (the bridge's) for runtime KafkaStreams. "
+        f"Every pod gets it as {contract.METRICS_PORT_ENV}.",
+        json_schema_extra=_no_schema_default,
     )
     path: HttpPath = Field(contract.DEFAULT_METRICS_PATH, description="HTTP path of the metrics endpoint.")
     names: MetricNames = Field(
@@ -370,6 +421,24 @@ class StreamsAppSpec(SpecModel):
         "sets spec.replicas itself), its bounds and its target (docs/autoscaling.md).",
         json_schema_extra=_EMPTY_SECTION,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runtime_metrics_port(cls, data: Any) -> Any:
+        """`metrics.port` unless set is the runtime's (`Runtime.metrics_port`): a Kafka Streams app's pods are
+        scraped where the bridge serves without a word in the spec."""
+        if not isinstance(data, dict):
+            return data
+        try:
+            runtime = Runtime(data.get("runtime") or Runtime.CLIENT_LIBRARY)
+        except ValueError:
+            return data  # the field's own validation says what is wrong
+        metrics = data.get("metrics")
+        if isinstance(metrics, MetricsSpec) and "port" not in metrics.model_fields_set:
+            return {**data, "metrics": metrics.model_copy(update={"port": runtime.metrics_port})}
+        if metrics is None or (isinstance(metrics, dict) and metrics.get("port") is None):
+            return {**data, "metrics": {**(metrics or {}), "port": runtime.metrics_port}}
+        return data
 
     def subtopology(self, name: str) -> SubtopologySpec | None:
         """The subtopology called `name`, for looking up a task's `<name>_<partition>`."""

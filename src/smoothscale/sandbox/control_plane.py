@@ -15,9 +15,10 @@ Set up as controller-runtime's envtest sets up its API server, with what tests o
 - an audit log of every request made by a ServiceAccount (`audit.jsonl`), to see what a client used, and
   the OwnerReferencesPermissionEnforcement admission plugin, which some clusters enable;
 - kube-controller-manager running only `CONTROLLERS`: a namespace's `default` ServiceAccount (pods cannot
-  be created without it), garbage collection by owner references, namespace deletion, and the release of
-  deleted claims once no pod uses them. No scheduler, no kubelet: the sandbox's kubelet stand-in does their
-  part.
+  be created without it), garbage collection by owner references, namespace deletion, the release of
+  deleted claims once no pod uses them, and the PodDisruptionBudgets' status (how many pods an eviction may
+  take now: without it every eviction is refused). No scheduler, no kubelet: the sandbox's kubelet
+  stand-in does their part.
 
 `with ControlPlane(root, Binaries.from_folder(folder)) as cluster:` starts them in that order, waits until
 each is ready, and stops them all (in reverse order, SIGTERM then SIGKILL, each in its own process group)
@@ -54,6 +55,7 @@ CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
     "persistentvolumeclaim-protection-controller",
+    "disruption-controller",
 )
 """kube-controller-manager's controllers the sandbox needs (see the module docstring)."""
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"

@@ -36,6 +36,7 @@ from smoothscale.resource import Runtime
 
 from .api_links import ApiLinks
 from .app_process import AppProcess
+from .envexpansion import expand_words
 from .group_view import group_actives
 from .kafka import jars
 from .kafka.topics import QUIET
@@ -323,7 +324,8 @@ class SampleApp:
 class KafkaStreamsCommand:
     """The Java sample app (or the user's `app`) as a pod's process: the pod's environment (its `ORDERS_TOPIC`
     and `TOTALS_TOPIC`, say, and any `STREAMS_<NAME>` setting), plus where the stand-in put it (IP, metrics
-    port, state volume) and how it reaches the API server and the broker."""
+    port, state volume) and how it reaches the API server and the broker. The user's app gets the container's
+    `args` (expanded from its environment, as a kubelet does) after its main class."""
 
     kubeconfig: Path
     bootstrap: str
@@ -333,7 +335,8 @@ class KafkaStreamsCommand:
     """The user's own app (`smoothscale demo --kafka --app-jar`) instead of the sample app."""
 
     def __call__(self, launch: Launch) -> Command:
-        variables = {**os.environ, **pod_env(launch)}
+        own = pod_env(launch)
+        variables = {**os.environ, **own}
         kubeconfig = (
             self.kubeconfig
             if self.links is None
@@ -342,15 +345,15 @@ class KafkaStreamsCommand:
         variables.update(
             {
                 "SMOOTHSCALE_KUBECONFIG": str(kubeconfig),
-                "SMOOTHSCALE_STATE_DIR": str(launch.state_dir),
                 "SMOOTHSCALE_METRICS_HOST": launch.ip,
-                "SMOOTHSCALE_METRICS_PORT": str(launch.settings.metrics_port),
                 "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap,
             }
         )
         if self.app is None:
             return Command([*POD_JAVA, str(sample_jar())], variables)
-        return Command(self.app.argv(POD_JAVA[:-1], bridge_jar), variables)
+        # The JVM with the app's jars stands in for the image; the container's args are the app's own.
+        args = expand_words(launch.pod["spec"]["containers"][0].get("args") or [], own)
+        return Command([*self.app.argv(POD_JAVA[:-1], bridge_jar), *args], variables)
 
 
 def by_runtime(client_library: CommandBuilder, kafka_streams: CommandBuilder) -> CommandBuilder:

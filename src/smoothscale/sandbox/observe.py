@@ -28,6 +28,7 @@ from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .app_view import AppSource
 from .group_view import app_tasks
+from .podspec import metrics_port
 from .records import Interval
 from .scheduling import node_name
 
@@ -196,7 +197,7 @@ def observe(
     status = body.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     metrics = (body.get("spec") or {}).get("metrics") or {}
-    port = int(metrics.get("port") or contract.DEFAULT_METRICS_PORT)
+    port = metrics_port(body.get("spec") or {})
     path = str(metrics.get("path") or contract.DEFAULT_METRICS_PATH)
     publication = sandbox.publication(app)
     assignment = publication.assignment if publication is not None else {}

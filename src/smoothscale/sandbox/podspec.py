@@ -2,9 +2,9 @@
 
 Pure functions of the objects, so that they are tested as data. The stand-in runs `smoothscale worker` for
 the pod's first container whatever its image and command say; everything else follows the pod: the
-container's environment (plain values and the usual `fieldRef`s), the state volume (a claim or an
-emptyDir), the restart policy, the grace period, and the app's metrics port, path and stateless
-subtopologies.
+container's environment (plain values with their `$(NAME)` references expanded, and the usual `fieldRef`s),
+the state volume (a claim or an emptyDir), the restart policy, the grace period, and the app's metrics port,
+path and stateless subtopologies.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from smoothscale.contract import names as contract
+from smoothscale.resource.spec import Runtime
+
+from .envexpansion import environment
 
 Body = Mapping[str, Any]
 
@@ -37,7 +40,7 @@ def app_settings(streamsapp: Body | None) -> AppSettings:
     metrics = spec.get("metrics") or {}
     subtopologies = (spec.get("topology") or {}).get("subtopologies") or []
     return AppSettings(
-        metrics_port=int(metrics.get("port") or contract.DEFAULT_METRICS_PORT),
+        metrics_port=metrics_port(spec),
         metrics_path=str(metrics.get("path") or contract.DEFAULT_METRICS_PATH),
         stateless_subtopologies=frozenset(
             str(sub["name"]) for sub in subtopologies if sub.get("stateful", True) is False and "name" in sub
@@ -47,22 +50,33 @@ def app_settings(streamsapp: Body | None) -> AppSettings:
     )
 
 
-def container_env(pod: Body, pod_ip: str) -> dict[str, str]:
-    """The first container's environment: `value`s, and `fieldRef`s to the pod's metadata, node and IP."""
+def metrics_port(spec: Body) -> int:
+    """A StreamsApp spec's `metrics.port`, or its runtime's default (as `StreamsAppSpec` reads it)."""
+    port = (spec.get("metrics") or {}).get("port")
+    return int(port) if port else Runtime(spec.get("runtime") or Runtime.CLIENT_LIBRARY).metrics_port
+
+
+def container_env(pod: Body, pod_ip: str, placed: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The first container's environment as a kubelet makes it (`envexpansion.environment`: `value`s with
+    their `$(NAME)` references expanded, `fieldRef`s to the pod's metadata, node and IP).
+
+    `placed`: what the stand-in decided for variables the pod defines, put in their place in the list so
+    that later references see them: a pod's view is not the host's (the state volume's mount path is a
+    folder of the stand-in's, the metrics port one the stand-in allocated)."""
     containers = (pod.get("spec") or {}).get("containers") or [{}]
-    env: dict[str, str] = {}
-    for variable in containers[0].get("env") or []:
-        name = variable.get("name")
-        if not name:
-            continue
-        if "value" in variable:
-            env[name] = str(variable["value"])
-            continue
+    placed = placed or {}
+
+    def value_from(variable: Mapping[str, Any]) -> str | None:
         field_path = ((variable.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-        value = _field(pod, str(field_path), pod_ip) if field_path else None
-        if value is not None:
-            env[name] = value
-    return env
+        return _field(pod, str(field_path), pod_ip) if field_path else None
+
+    variables = [
+        {"name": variable.get("name"), "value": placed[variable["name"]]}
+        if variable.get("name") in placed
+        else variable
+        for variable in containers[0].get("env") or []
+    ]
+    return environment(variables, value_from)
 
 
 def _field(pod: Body, path: str, pod_ip: str) -> str | None:

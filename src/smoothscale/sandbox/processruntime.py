@@ -44,14 +44,19 @@ CommandBuilder = Callable[[Launch], Command]
 
 def pod_env(launch: Launch) -> dict[str, str]:
     """Contract 3's variables every app's pod gets (its name, namespace and app, unless the pod sets them),
-    then the pod's own container environment (`value`s and `fieldRef`s)."""
+    then the pod's own container environment as a kubelet makes it (`podspec.container_env`), with what the
+    stand-in placed (the state volume's folder, the metrics port) in place of the pod's own values."""
     metadata = launch.pod["metadata"]
     variables = {
         contract.POD_NAME_ENV: metadata["name"],
         contract.NAMESPACE_ENV: metadata["namespace"],
         contract.APP_ENV: (metadata.get("labels") or {}).get(contract.APP_LABEL, metadata["name"]),
     }
-    return {**variables, **container_env(launch.pod, launch.ip)}
+    placed = {
+        contract.STATE_DIR_ENV: str(launch.state_dir),
+        contract.METRICS_PORT_ENV: str(launch.settings.metrics_port),
+    }
+    return {**variables, **container_env(launch.pod, launch.ip, placed), **placed}
 
 
 @dataclass(frozen=True)
@@ -71,9 +76,7 @@ class WorkerCommand:
         variables.update(
             {
                 env.KUBECONFIG_ENV: str(self.kubeconfig),
-                env.STATE_DIR_ENV: str(launch.state_dir),
                 env.METRICS_HOST_ENV: launch.ip,
-                env.METRICS_PORT_ENV: str(settings.metrics_port),
                 env.CHANGELOG_EPOCH_ENV: repr(self.changelog_epoch),
                 env.STATELESS_SUBTOPOLOGIES_ENV: ",".join(sorted(settings.stateless_subtopologies)),
                 env.PARENT_PID_ENV: str(os.getpid()),

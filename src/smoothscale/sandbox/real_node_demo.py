@@ -39,7 +39,7 @@ from . import invariants
 from .app_view import AppReader
 from .control_plane import CONTROLLERS, Binaries, ControlPlane, RunningControlPlane
 from .demo import demo_app, demo_tasks, worker_env
-from .environment import CHANGELOG_EPOCH_ENV, RECORD_FILE_ENV, STATE_DIR_ENV
+from .environment import CHANGELOG_EPOCH_ENV, RECORD_FILE_ENV
 from .observe import GroupView, Snapshot, settle
 from .real_node import ZONE_LABEL, NodeBinaries, RealNode, RunningNode
 from .records import processing_intervals, read_records
@@ -105,7 +105,7 @@ def worker_app(image: str, replicas: int, records: Path | None = None) -> Json:
     app = demo_app(replicas, image)
     app["metadata"]["namespace"] = APP_NAMESPACE
     del app["spec"]["storage"]
-    variables = {**worker_env(1.0), STATE_DIR_ENV: "/state", CHANGELOG_EPOCH_ENV: repr(time.time())}
+    variables = {**worker_env(1.0), CHANGELOG_EPOCH_ENV: repr(time.time())}
     app["spec"]["template"]["spec"] = {
         "serviceAccountName": APP,
         "terminationGracePeriodSeconds": 10,

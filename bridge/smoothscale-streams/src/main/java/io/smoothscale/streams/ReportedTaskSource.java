@@ -138,11 +138,4 @@ final class ReportedTaskSource implements TaskSource {
             admin.close(Duration.ofSeconds(5));
         }
     }
-
-    /** The app's Streams settings read without logging them all again. */
-    private static final class QuietStreamsConfig extends StreamsConfig {
-        QuietStreamsConfig(Map<?, ?> props) {
-            super(props, false);
-        }
-    }
 }

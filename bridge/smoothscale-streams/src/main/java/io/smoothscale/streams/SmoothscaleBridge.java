@@ -48,10 +48,14 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final PlanPatience planPatience = new PlanPatience();
     private final TopologyReport topologyReport = new TopologyReport(registry);
     private PublicationWatch watch;
+    private boolean closed;
     private PublicationFollower follower;
     private MetricsEndpoint metrics;
     private TaskSource tasks;
     private ReportedClient reported;
+    /** The app's Streams settings (from {@link #configure} or the reporter's): how a retiring pod's static members
+     * leave the group when the bridge closes ({@link StaticMembersLeave}); null before either. */
+    private Map<?, ?> streamsSettings;
 
     /** A bridge with these settings; fails when the Kafka Streams on the classpath is older than 3.8. */
     public SmoothscaleBridge(BridgeSettings settings) {
@@ -82,6 +86,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
         props.putIfAbsent(StreamsConfig.CLIENT_ID_CONFIG, settings.pod());
         props.putIfAbsent(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, OperatorTaskAssignor.class.getName());
         props.put(CONFIG_KEY, this);
+        streamsSettings = props;
         return props;
     }
 
@@ -174,6 +179,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
         refuseConfigurationConflicts(configs, bridge.pod());
         client.attach(bridge);
         bridge.reported = client;
+        bridge.streamsSettings = configs;
         bridge.trigger.onRequest(reason -> {
             if (!client.rebalanceNow()) {
                 LOG.warn("Cannot ask for a rebalance ({}): no stream thread reported its schedule", reason);
@@ -276,8 +282,16 @@ public final class SmoothscaleBridge implements AutoCloseable {
         return follower == null ? -1 : follower.runningGeneration();
     }
 
+    /**
+     * Stop following the publications and serving the metrics; call after {@code streams.close()} (the
+     * configuration-only path closes it with {@code KafkaStreams}). A pod the newest publication gives no task is
+     * retiring: its static members, if any, are taken out of the group then ({@link StaticMembersLeave}).
+     */
     @Override
     public synchronized void close() {
+        boolean retiring = !closed && streamsSettings != null
+            && StaticMembersLeave.retiring(publications.publication(), settings.pod());
+        closed = true;
         if (follower != null) {
             follower.close();
         }
@@ -292,6 +306,18 @@ public final class SmoothscaleBridge implements AutoCloseable {
         }
         if (reported != null) {
             reported.detach(this);
+        }
+        if (retiring) {
+            leaveGroup();
+        }
+    }
+
+    private void leaveGroup() {
+        try {
+            StaticMembersLeave.of(streamsSettings, settings.pod()).ifPresent(StaticMembersLeave::leave);
+        } catch (RuntimeException error) {
+            LOG.warn("Cannot take this retiring pod's static members out of the group: they stay until their"
+                + " sessions expire", error);
         }
     }
 }
