@@ -198,6 +198,9 @@ NOT_IN_A_LIFECYCLE = frozenset(
         # a claim is read back only when its creation conflicts (409: gone or being deleted); a lifecycle
         # without that fault never asks (tests/operator/test_op_claims.py covers it)
         Access("", "persistentvolumeclaims", "get"),
+        # a retired pod's claim is deleted only under `retentionPolicy.whenScaled: Delete` (the default
+        # keeps it): the real lifecycle keeps the default (tests/operator/test_op_lifecycle.py deletes one)
+        Access("", "persistentvolumeclaims", "delete"),
     }
 )
 """Granted, needed, and still absent from a whole lifecycle's requests."""

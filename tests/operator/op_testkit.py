@@ -6,6 +6,7 @@ The pods themselves run in the kubelet stand-in with pods faked in memory
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -132,6 +133,15 @@ class Kubectl:
             "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", body
         )
 
+    def put_secret(self, name: str, data: dict[str, str]) -> None:
+        """Create the Secret `name` with `data` (plain text, encoded here), or replace its data."""
+        encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+        body = {"metadata": {"name": name}, "data": encoded}
+        try:
+            self.core.create_namespaced_secret(NAMESPACE, body)
+        except self.api_exception:
+            self.core.patch_namespaced_secret(name, NAMESPACE, {"data": encoded})
+
     def patch_app(self, name: str, patch: dict[str, Any]) -> None:
         self.custom.patch_namespaced_custom_object(
             "smoothscale.io", "v1alpha1", NAMESPACE, "streamsapps", name, patch
@@ -149,6 +159,16 @@ class Kubectl:
 
     def condition(self, kind: str, name: str = "orders") -> dict[str, Any]:
         return next((c for c in self.status(name).get("conditions", []) if c["type"] == kind), {})
+
+    def wait_condition(self, kind: str, what: str, timeout: float = 30.0, **wanted: str) -> dict[str, Any]:
+        """The app's condition `kind` once each `wanted` field (`status`, `reason`) has that value."""
+
+        def matching() -> dict[str, Any] | None:
+            found = self.condition(kind)
+            return found if all(found.get(field) == value for field, value in wanted.items()) else None
+
+        found: dict[str, Any] = wait_for(matching, timeout=timeout, what=what)
+        return found
 
     def pods(self, app: str = "orders") -> dict[str, Any]:
         items = self.core.list_namespaced_pod(NAMESPACE, label_selector=f"smoothscale.io/app={app}").items

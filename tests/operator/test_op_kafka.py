@@ -1,5 +1,6 @@
 """The operator reading real Kafka brokers (`spec.kafka`): racks from `broker.rack`, changelog end offsets,
-the consumer group, `KafkaUnavailable` when Kafka is away, refuses the login or is misconfigured, and
+the consumer group, logins with PLAIN, TLS and OAUTHBEARER (tokens from a loopback identity provider),
+`KafkaUnavailable` when Kafka is away, refuses the login or is misconfigured, and
 `StreamsAssignorMissing` when an app on `group.protocol=streams` runs on brokers without smoothscale's
 broker-side assignor."""
 
@@ -15,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from op_testkit import NAMESPACE, Kubectl, actives, balanced, streamsapp, wait_for
+from token_endpoint import TokenEndpoint
 
 from smoothscale.operator.kafka.view import MISSING
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
@@ -24,15 +26,16 @@ from smoothscale.sandbox.kafka.topics import QUIET, create_topic, produce
 from smoothscale.sandbox.kafka_streams import broker_assignor_jar
 
 USER, PASSWORD = "orders", "orders-secret"
+CLIENT_ID, CLIENT_SECRET = "orders-app", "orders-client-secret"
 OperatorFactory = Callable[..., Any]
 
 
 @pytest.fixture(scope="module")
 def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """One broker that also takes SASL/PLAIN logins (user `orders`) and TLS clients; stopped and started by
-    a test here."""
+    """One broker that also takes SASL/PLAIN logins (user `orders`), OAUTHBEARER logins (unsigned JWTs) and
+    TLS clients; stopped and started by a test here."""
     work_dir = tmp_path_factory.mktemp("kafka-sasl")
-    with KafkaCluster(work_dir, sasl_users={USER: PASSWORD}, tls=True) as cluster:
+    with KafkaCluster(work_dir, sasl_users={USER: PASSWORD}, tls=True, oauthbearer=True) as cluster:
         yield cluster
 
 
@@ -56,15 +59,6 @@ def kafka_app(bootstrap: str, *, topic: str = "orders-input", strategy: str = "n
 
 def sasl_settings(secret: str) -> dict[str, Any]:
     return {"securityProtocol": "SASL_PLAINTEXT", "saslMechanism": "PLAIN", "secretRef": {"name": secret}}
-
-
-def put_secret(kube: Kubectl, name: str, data: dict[str, str]) -> None:
-    encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
-    body = {"metadata": {"name": name}, "data": encoded}
-    try:
-        kube.core.create_namespaced_secret(NAMESPACE, body)
-    except kube.api_exception:
-        kube.core.patch_namespaced_secret(name, NAMESPACE, {"data": encoded})
 
 
 def zone_of_pods(kube: Kubectl) -> dict[str, str]:
@@ -214,17 +208,12 @@ def recreated(bootstrap: str, topic: str) -> bool:
     return True
 
 
-def unavailable(kube: Kubectl) -> dict[str, Any]:
-    condition = kube.condition("KafkaUnavailable")
-    return condition if condition.get("status") == "True" else {}
-
-
 def test_an_unreachable_bootstrap_address_is_named_and_planning_goes_on(
     kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     with run_operator():
         kube.apply(kafka_app("127.0.0.1:1"))
-        condition = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable")
+        condition = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable", status="True")
         wait_for(lambda: balanced(kube.publication(), 3, 6), timeout=30, what="a plan without Kafka")
         events = kube.events()
     assert condition["reason"] == "KafkaUnreachable"
@@ -240,17 +229,16 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
 ) -> None:
     with run_operator():
         kube.apply(kafka_app(sasl_kafka.sasl_bootstrap_servers, **sasl_settings("orders-kafka")))
-        missing = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable (no Secret)")
-        put_secret(kube, "orders-kafka", {"username": USER, "password": "wrong-password"})
-        refused = wait_for(
-            lambda: unavailable(kube).get("reason") == "KafkaAuthenticationFailed" and unavailable(kube),
-            timeout=30,
-            what="KafkaUnavailable (login refused)",
+        missing = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable (no Secret)", status="True")
+        kube.put_secret("orders-kafka", {"username": USER, "password": "wrong-password"})
+        refused = kube.wait_condition(
+            "KafkaUnavailable",
+            "KafkaUnavailable (login refused)",
+            status="True",
+            reason="KafkaAuthenticationFailed",
         )
-        put_secret(kube, "orders-kafka", {"username": USER, "password": PASSWORD})
-        wait_for(
-            lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="login"
-        )
+        kube.put_secret("orders-kafka", {"username": USER, "password": PASSWORD})
+        kube.wait_condition("KafkaUnavailable", "login", status="False")
         events = kube.events()
     assert missing["reason"] == "KafkaCredentialsInvalid"
     assert missing["message"] == f"Secret {NAMESPACE}/orders-kafka (spec.kafka.secretRef) does not exist"
@@ -265,16 +253,53 @@ def test_a_missing_secret_and_a_refused_login_are_named_and_clear_once_fixed(
     assert any((kind, reason) == ("Normal", "KafkaAvailable") for kind, reason, _ in events)
 
 
+def test_oauthbearer_logs_in_with_the_identity_providers_token_and_names_a_refused_client(
+    sasl_kafka: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
+) -> None:
+    kube.put_secret("orders-oauth", {"clientId": CLIENT_ID, "clientSecret": "wrong-client-secret"})
+    with TokenEndpoint(CLIENT_ID, CLIENT_SECRET) as idp, run_operator():
+        oauth = {"tokenEndpointUrl": idp.url, "scope": "kafka orders.read", "extensions": {"pool": "p-1"}}
+        settings = {
+            "securityProtocol": "SASL_PLAINTEXT",
+            "saslMechanism": "OAUTHBEARER",
+            "secretRef": {"name": "orders-oauth"},
+            "oauthbearer": oauth,
+        }
+        kube.apply(kafka_app(sasl_kafka.sasl_bootstrap_servers, **settings))
+        refused = kube.wait_condition(
+            "KafkaUnavailable",
+            "KafkaUnavailable (token refused)",
+            status="True",
+            reason="KafkaAuthenticationFailed",
+        )
+        kube.put_secret("orders-oauth", {"clientId": CLIENT_ID, "clientSecret": CLIENT_SECRET})
+        kube.wait_condition("KafkaUnavailable", "login", status="False")
+        brokers = kube.status()["kafka"]["brokers"]
+    assert refused["message"].startswith(
+        f"no OAUTHBEARER token for OAuth client {CLIENT_ID!r} from {idp.url}: Failed to acquire SASL "
+        "OAUTHBEARER token: "
+    )
+    assert "invalid_client" in refused["message"], "the identity provider's answer is quoted"
+    assert "client-secret" not in refused["message"]
+    assert brokers == 1, "read over the OAUTHBEARER login"
+    # librdkafka's client-credentials grant: HTTP Basic with the Secret's id and secret, the scope asked
+    assert {tuple(sorted(request.form.items())) for request in idp.requests} == {
+        (("grant_type", "client_credentials"), ("scope", "kafka orders.read"))
+    }
+    granted = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+    assert any(request.authorization == f"Basic {granted}" for request in idp.requests)
+
+
 def test_tls_trusts_the_ca_of_the_secret_and_names_a_certificate_it_cannot_verify(
     sasl_kafka: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
 ) -> None:
     assert sasl_kafka.certificate is not None
-    put_secret(kube, "orders-tls", {"ca.crt": server_certificate().ca_pem})  # another CA
+    kube.put_secret("orders-tls", {"ca.crt": server_certificate().ca_pem})  # another CA
     settings = {"securityProtocol": "SSL", "secretRef": {"name": "orders-tls"}}
     with run_operator():
         kube.apply(kafka_app(sasl_kafka.tls_bootstrap_servers, **settings))
-        failed = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable (unknown CA)")
-        put_secret(kube, "orders-tls", {"ca.crt": sasl_kafka.certificate.ca_pem})
+        failed = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable (unknown CA)", status="True")
+        kube.put_secret("orders-tls", {"ca.crt": sasl_kafka.certificate.ca_pem})
         wait_for(lambda: kube.condition("KafkaUnavailable").get("status") == "False", timeout=30, what="TLS")
         brokers = kube.status()["kafka"]["brokers"]
     assert failed["reason"] == "KafkaTLSFailed" and "certificate verify failed" in failed["message"]
@@ -300,7 +325,7 @@ def test_kafka_unavailable_while_the_broker_is_stopped_keeps_the_last_facts(
         wait_for(lambda: balanced(kube.publication(), 3, 6), timeout=30, what="a plan")
         sasl_kafka.stop_node(1)
         try:
-            condition = wait_for(lambda: unavailable(kube), timeout=30, what="KafkaUnavailable")
+            condition = kube.wait_condition("KafkaUnavailable", "KafkaUnavailable", status="True")
             kept = kube.status()["kafka"]
             kube.patch_app("orders", {"spec": {"replicas": 2}})
             wait_for(lambda: balanced(kube.publication(), 2, 6), timeout=40, what="a scale-in without Kafka")

@@ -23,14 +23,7 @@ def test_a_node_without_a_zone_label_degrades_rack_awareness_for_its_pods(
         wait_for(lambda: kube.condition("RackAwarenessDegraded").get("status") == "False", what="zones known")
 
         core.patch_node(node_name("zone-a"), {"metadata": {"labels": {ZONE_LABEL: None}}})
-        degraded = wait_for(
-            lambda: (
-                kube.condition("RackAwarenessDegraded").get("status") == "True"
-                and kube.condition("RackAwarenessDegraded")
-            ),
-            timeout=30,
-            what="rack awareness degraded",
-        )
+        degraded = kube.wait_condition("RackAwarenessDegraded", "rack awareness degraded", status="True")
         unzoned = [name for name, pod in kube.pods().items() if pod.spec.node_name == node_name("zone-a")]
         assert unzoned and all(name in degraded["message"] for name in unzoned), degraded
         assert degraded["reason"] == "RackDataMissing"

@@ -22,13 +22,20 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import kubernetes
 import pytest
 from realkube_kit import ROOT, built_binaries, sibling_kit, wait_for
 
+from smoothscale.operator.appref import AppRef
+from smoothscale.operator.podset import build_pod
+from smoothscale.resource import load_spec
 from smoothscale.sandbox.control_plane import Binaries, ControlPlane, RunningControlPlane
+from smoothscale.sandbox.envexpansion import expand_words
 from smoothscale.sandbox.kafka.broker import KafkaCluster
+from smoothscale.sandbox.kubelet import read_env_sources
+from smoothscale.sandbox.podspec import container_env, unresolved
 from smoothscale.sandbox.real_node import ZONE_LABEL, NodeBinaries, RealNode, RunningNode
 from smoothscale.sandbox.real_node_demo import (
     APP_NAMESPACE,
@@ -187,6 +194,147 @@ def test_a_pod_of_the_built_image_turns_ready_on_the_real_node(node_cluster: Nod
     assert status.ready and status.restart_count == 0 and status.state.running is not None
     assert status.image_id, "the kubelet reports the image the container runs"
     assert len(node.tasks()) == 2, "containerd runs the pod's sandbox and its container"
+
+
+# -- $(NAME) expansion: the kubelet stand-in against the real kubelet ----------------------------------------
+
+ENV_APP = AppRef("default", "expansion", "uid-expansion")
+OPTIONAL_X = {"key": "x", "optional": True}
+ENV_CASES: list[dict[str, Any]] = [
+    {"name": "EARLY", "value": "early"},
+    {"name": "DEFINED", "value": "$(EARLY)-x"},
+    {"name": "CHAIN", "value": "$(DEFINED)/y"},
+    {"name": "LATER", "value": "$(LATE)"},
+    {"name": "UNDEFINED", "value": "a-$(NOPE)-b"},
+    {"name": "ESCAPED", "value": "$$(EARLY)"},
+    {"name": "DOLLARS", "value": "a$$b$$$$c$"},
+    {"name": "ODD_DOLLARS", "value": "$$$(EARLY)"},
+    {"name": "NESTED", "value": "$(EARLY$(EARLY))"},
+    {"name": "UNTERMINATED", "value": "x$(EARLY"},
+    {"name": "OPEN_ONLY", "value": "$($($("},
+    {"name": "EMPTY_NAME", "value": "$()"},
+    {"name": "SHELL_STYLE", "value": "$EARLY ${EARLY} $? $"},
+    {"name": "SELF", "value": "$(SELF)+"},
+    {"name": "IMAGE_ENV", "value": "$(PATH)"},
+    {"name": "EMPTY", "value": ""},
+    {"name": "AROUND_EMPTY", "value": "a$(EMPTY)b"},
+    {"name": "DUP", "value": "one"},
+    {"name": "DUP_SEEN", "value": "$(DUP)"},
+    {"name": "DUP", "value": "two"},
+    {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+    {"name": "NOT_EXPANDED", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['ref']"}}},
+    {"name": "FIELDS", "value": "$(NODE):$(NOT_EXPANDED)"},
+    {"name": "STATE_DIR", "value": "$(SMOOTHSCALE_STATE_DIR)/x"},
+    {"name": "CLIENT_ID", "value": "$(SMOOTHSCALE_POD_NAME)-$(SMOOTHSCALE_NAMESPACE)-$(SMOOTHSCALE_APP)"},
+    {"name": "PORTS", "value": "$(SMOOTHSCALE_METRICS_PORT) $(SMOOTHSCALE_ASSIGNMENT_CONFIGMAP)"},
+    {"name": "FROM_CONFIGMAP", "valueFrom": {"configMapKeyRef": {"name": "env-config", "key": "color"}}},
+    {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "env-secret", "key": "token"}}},
+    {
+        "name": "ABSENT_KEY",
+        "valueFrom": {"configMapKeyRef": {"name": "env-config", "key": "x", "optional": True}},
+    },
+    {
+        "name": "ABSENT_MAP",
+        "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "x", "optional": True}},
+    },
+    {"name": "FROM_ENV_FROM", "value": "$(CFG_color)-$(token)-$(CFG_ref)-$(FROM_CONFIGMAP)"},
+    {"name": "CFG_color", "value": "red"},
+    *(
+        {"name": name, "valueFrom": {"resourceFieldRef": {"resource": resource, **divisor}}}
+        for name, resource, divisor in (
+            ("CPU_LIMIT", "limits.cpu", {}),
+            ("CPU_LIMIT_MILLI", "limits.cpu", {"divisor": "1m"}),
+            ("CPU_REQUEST_MILLI", "requests.cpu", {"divisor": "1m"}),
+            ("MEMORY_LIMIT", "limits.memory", {}),
+            ("MEMORY_REQUEST_MI", "requests.memory", {"divisor": "1Mi"}),
+            ("STORAGE_REQUEST", "requests.ephemeral-storage", {}),
+        )
+    ),
+    {"name": "RESOURCES", "value": "$(CPU_LIMIT_MILLI)m/$(MEMORY_LIMIT)"},
+    {"name": "LATE", "value": "late"},
+]
+"""A template's tricky variables, after the operator's own (`build_pod` puts them first)."""
+ENV_FROM: list[dict[str, Any]] = [
+    {"prefix": "CFG_", "configMapRef": {"name": "env-config"}},
+    {"secretRef": {"name": "env-secret"}},
+    {"configMapRef": {"name": "absent", "optional": True}},
+]
+"""Variables of a ConfigMap and a Secret, before the whole `env` list; an optional one that does not exist."""
+ENV_ARGS = ["$(LATE)", "$(NOPE)", "$$(EARLY)", "$(CHAIN)", "$(SMOOTHSCALE_POD_NAME)", "$(", "$$", "$(PATH)"]
+"""`args` expand from the final environment: later variables too."""
+PRINT_ENV = (
+    "import json, os, sys; "
+    "open('/dev/termination-log', 'w').write(json.dumps({'env': dict(os.environ), 'argv': sys.argv[1:]}))"
+)
+
+
+def test_the_stand_ins_env_expansion_is_the_real_kubelets(node_cluster: NodeCluster) -> None:
+    """The same pod, built by the operator (its variables first, then the template's tricky ones, a
+    ConfigMap's and a Secret's, its resources', and a command and args with references), run by the real
+    kubelet and expanded by the kubelet stand-in (`podspec.container_env`, `envexpansion.expand_words`,
+    the ConfigMap and Secret read as the stand-in reads them): the container reports every variable and
+    its arguments exactly as the stand-in makes them."""
+    cp, _, image = node_cluster
+    template = {
+        "metadata": {"annotations": {"ref": "$(EARLY)"}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "env",
+                    "image": image,
+                    "imagePullPolicy": "Never",
+                    "command": ["python", "-c", PRINT_ENV, "$(EARLY)", "$(UNDEFINED)"],
+                    "args": ENV_ARGS,
+                    "env": ENV_CASES,
+                    "envFrom": ENV_FROM,
+                    "resources": {
+                        "requests": {"cpu": "250m", "memory": "64Mi"},
+                        "limits": {"cpu": "500m", "memory": "128Mi"},
+                    },
+                }
+            ],
+        },
+    }
+    pod = build_pod(ENV_APP, load_spec({"runtime": "KafkaStreams", "template": template}), 0, "env")
+    pod["metadata"].pop("ownerReferences")  # no StreamsApp here: the garbage collector would take the pod
+    pod["spec"]["restartPolicy"] = "Never"
+    with kubernetes.config.new_client_from_config(config_file=str(cp.kubeconfig)) as api:
+        core = kubernetes.client.CoreV1Api(api)
+        config = {"color": "blue", "ref": "$(EARLY)"}
+        core.create_namespaced_config_map("default", {"metadata": {"name": "env-config"}, "data": config})
+        secret = {"metadata": {"name": "env-secret"}, "stringData": {"token": "s3cr3t"}}
+        core.create_namespaced_secret("default", secret)
+        core.create_namespaced_pod("default", pod)
+        try:
+
+            def reported() -> kubernetes.client.V1Pod | None:
+                found = core.read_namespaced_pod(pod["metadata"]["name"], "default")
+                statuses = found.status.container_statuses or []
+                return found if statuses and statuses[0].state.terminated is not None else None
+
+            ran = wait_for(reported, timeout=180, what="the container's report (its termination message)")
+            running = api.sanitize_for_serialization(ran)
+            sources = read_env_sources(core, running)  # as the stand-in reads them
+        finally:
+            core.delete_namespaced_pod(pod["metadata"]["name"], "default", grace_period_seconds=0)
+            core.delete_namespaced_config_map("env-config", "default")
+            core.delete_namespaced_secret("env-secret", "default")
+    terminated = running["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 0, terminated
+    real = json.loads(terminated["message"])
+    assert not unresolved(running, sources)
+    stand_in = container_env(running, running["status"]["podIP"], sources=sources)
+    listed = {variable["name"] for variable in running["spec"]["containers"][0]["env"]}
+    assert {name: real["env"].get(name) for name in listed | set(stand_in)} == {
+        name: stand_in.get(name) for name in listed | set(stand_in)
+    }
+    (container,) = running["spec"]["containers"]
+    assert real["argv"] == expand_words(container["command"][3:] + container["args"], stand_in)
+    # What the cases show, spelled out: the operator's variables come first, so the template's refer to them.
+    assert stand_in["CLIENT_ID"] == "expansion-0-default-expansion"
+    assert (stand_in["LATER"], stand_in["ESCAPED"], stand_in["DUP_SEEN"]) == ("$(LATE)", "$(EARLY)", "one")
+    assert stand_in["FROM_ENV_FROM"] == "blue-s3cr3t-$(EARLY)-blue" and stand_in["CFG_color"] == "red"
+    assert (stand_in["RESOURCES"], stand_in["MEMORY_REQUEST_MI"]) == ("500m/134217728", "64")
 
 
 # -- the operator, installed with the chart ------------------------------------------------------------------

@@ -252,17 +252,26 @@ def test_any_command_can_run_as_the_pods_process(
     cluster: RunningEmulator, core: kubernetes.client.CoreV1Api, tmp_path: Path
 ) -> None:
     """A `CommandBuilder` decides the argv and environment (here a tiny metrics server, given the pod's own
-    environment); the stand-in does the rest as for the worker: the pod's IP and port, Ready once the process
-    reports a generation, and a deletion that stops the process before the pod goes."""
+    environment, one variable from a ConfigMap, which the container waits for as a kubelet's does); the
+    stand-in does the rest as for the worker: the pod's IP and port, Ready once the process reports a
+    generation, and a deletion that stops the process before the pod goes."""
     runtime = ProcessRuntime(_metrics_server, first_address=random_block())
     with Kubelet(cluster.kubeconfig, tmp_path / "sandbox", runtime) as kubelet:
         pod = _pod("orders-0")
-        pod["spec"]["containers"][0]["env"] = [{"name": "GREETING", "value": "hello"}]
+        pod["spec"]["containers"][0]["env"] = [
+            {"name": "WHO", "valueFrom": {"configMapKeyRef": {"name": "greetings", "key": "who"}}},
+            {"name": "GREETING", "value": "hello $(WHO)"},
+        ]
         core.create_namespaced_pod(NAMESPACE, pod)
+        time.sleep(1.0)
+        assert not kubelet.worker_pids(), "no container before its ConfigMap exists"
+        core.create_namespaced_config_map(
+            NAMESPACE, {"metadata": {"name": "greetings"}, "data": {"who": "you"}}
+        )
         ip = eventually(lambda: _ready(core, "orders-0"), timeout=30).status.pod_ip
         url = f"http://{ip}:{contract.DEFAULT_METRICS_PORT}/metrics"  # no StreamsApp: the default port
         with urllib.request.urlopen(url, timeout=5) as response:
-            assert "# orders-0 says hello" in response.read().decode()
+            assert "# orders-0 says hello you" in response.read().decode()
         pid = kubelet.worker_pids()[f"{NAMESPACE}/orders-0"]
         core.delete_namespaced_pod("orders-0", NAMESPACE)
         eventually(lambda: not core.list_namespaced_pod(NAMESPACE).items, timeout=30)

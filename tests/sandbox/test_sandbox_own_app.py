@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from smoothscale.cli.main import cli
+from smoothscale.sandbox import demo_main
 from smoothscale.sandbox.app_process import AppJarError, AppProcess, holds_bridge
 from smoothscale.sandbox.demo import StepResult
-from smoothscale.sandbox.demo_kafka import InputTopic
+from smoothscale.sandbox.demo_kafka import InputTopic, own_streams_app
 from smoothscale.sandbox.kafka_streams import KafkaStreamsCommand
 from smoothscale.sandbox.observe import PodView, Snapshot, processing_intervals
 from smoothscale.sandbox.podruntime import Launch
@@ -124,8 +126,15 @@ def test_inputs_are_topic_partitions_and_an_optional_rate() -> None:
         (["--kafka", "--app-jar", "{jar}", "--input", "a:1", "--input", "a:2"], "a topic is given twice"),
         (["--kafka", "--app-jar", "{lib}"], "Invalid value for '--app-jar'"),
         (["--kafka", "--app-jar", "{tmp}/missing.jar"], "does not exist"),
-        (["--group-protocol", "streams"], "--group-protocol streams runs the sample app on real brokers"),
-        (["--kafka", "--group-protocol", "streams", "--app-jar", "{jar}"], "it needs --kafka, and neither"),
+        (["--group-protocol", "streams"], "--group-protocol streams runs the app on real brokers"),
+        (["--kafka", "--app-name", "shop"], "--app-name needs --app-jar"),
+        (["--kafka", "--app-jar", "{jar}", "--app-name", "Shop_1"], "Invalid value for '--app-name'"),
+        (["--kafka", "--app-jar", "{jar}", "--app-name", "shop-"], "ending with a letter or digit"),
+        (["--kafka", "--app-jar", "{jar}", "--app-name", "a" * 51], "at most 50 characters"),
+        (
+            ["--kafka", "--group-protocol", "streams", "--app-jar", "{jar}", "--app-name", "a" * 28],
+            "at most 27 characters on the streams protocol",
+        ),
     ],
 )
 def test_bad_arguments_name_the_option_and_start_nothing(
@@ -138,6 +147,38 @@ def test_bad_arguments_name_the_option_and_start_nothing(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_named_app_jar_runs_under_either_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--app-name` names the StreamsApp (its pods, its group); `--group-protocol streams` takes the user's
+    jar too. The demo itself is replaced: what it is asked to run is checked."""
+    asked: list[dict[str, Any]] = []
+    monkeypatch.setattr(demo_main, "run_demo", lambda *_, **options: asked.append(options) or 0)
+    jar = _jar(tmp_path / "app.jar", "BOOT-INF/lib/smoothscale-streams-0.1.0.jar", main="Launcher")
+    for protocol in ("classic", "streams"):
+        args = [
+            "demo",
+            "--kafka",
+            "--group-protocol",
+            protocol,
+            "--app-jar",
+            str(jar),
+            "--app-name",
+            "shop-2",
+        ]
+        result = CliRunner().invoke(cli, [*args, "--app-env", "ID=$(SMOOTHSCALE_POD_NAME)"])
+        assert result.exit_code == 0, result.output
+    assert [(options["own_app"].name, options["streams_protocol"]) for options in asked] == [
+        ("shop-2", False),
+        ("shop-2", True),
+    ]
+    own = asked[0]["own_app"]
+    assert own.env == {"ID": "$(SMOOTHSCALE_POD_NAME)"}, "the pods' env is the kubelet's to expand"
+    app = own_streams_app({"bootstrapServers": "b:9092"}, own)
+    assert app["metadata"]["name"] == "shop-2" and "topology" not in app["spec"]
+    assert app["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "ID", "value": "$(SMOOTHSCALE_POD_NAME)"}
+    ]
 
 
 def _pod(name: str, *, behind: frozenset[str] = frozenset(), generation: int | None = 3) -> PodView:

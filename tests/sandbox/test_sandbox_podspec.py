@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +14,17 @@ from smoothscale.operator.appref import AppRef
 from smoothscale.operator.podset import build_pod
 from smoothscale.resource import load_spec
 from smoothscale.sandbox.addresses import LoopbackAddresses, random_block
+from smoothscale.sandbox.downward import resource_value
 from smoothscale.sandbox.podruntime import Launch
 from smoothscale.sandbox.podspec import (
     AppSettings,
     app_settings,
     container_env,
+    env_sources,
     grace_seconds,
     restarts_after,
     state_volume,
+    unresolved,
 )
 from smoothscale.sandbox.processruntime import pod_env
 from smoothscale.sandbox.scheduling import accepted_zones, choose_zone
@@ -133,6 +137,59 @@ def test_a_template_that_maps_its_settings_from_the_operators_variables_gets_the
     assert env["LATE"] == "$(SMOOTHSCALE_APP) is orders"
 
 
+def test_configmaps_and_secrets_of_the_environment_come_as_a_kubelet_reads_them(tmp_path: Path) -> None:
+    """`envFrom` first (with its prefix, never expanded, any value may refer to it), `...KeyRef`s in their
+    place; an optional source or key that does not exist leaves its variables out, a required one keeps the
+    container from starting (a kubelet's CreateContainerConfigError), naming what is missing."""
+    config_ref = {"configMapKeyRef": {"name": "settings", "key": "topic"}}
+    container = {
+        "name": "app",
+        "image": "orders:1",
+        "envFrom": [
+            {"prefix": "APP_", "configMapRef": {"name": "settings"}},
+            {"secretRef": {"name": "credentials"}},
+            {"configMapRef": {"name": "absent", "optional": True}},
+        ],
+        "env": [
+            {"name": "TOPIC", "valueFrom": config_ref},
+            {"name": "SASL", "value": "$(user):$(password)@$(APP_topic)/$(APP_raw)"},
+            {
+                "name": "MAYBE",
+                "valueFrom": {"secretKeyRef": {"name": "credentials", "key": "x", "optional": True}},
+            },
+            {"name": "APP_topic", "value": "overridden"},
+        ],
+    }
+    pod = {"metadata": {"name": "orders-0", "namespace": "shop"}, "spec": {"containers": [container]}}
+    sources = {
+        ("ConfigMap", "settings"): {"topic": "orders", "raw": "$(SMOOTHSCALE_APP)"},
+        ("Secret", "credentials"): {"user": "shop", "password": "pw"},
+    }
+    assert [(ref.kind, ref.name, ref.key, ref.optional) for ref in env_sources(pod)] == [
+        ("ConfigMap", "settings", None, False),
+        ("Secret", "credentials", None, False),
+        ("ConfigMap", "absent", None, True),
+        ("ConfigMap", "settings", "topic", False),
+        ("Secret", "credentials", "x", True),
+    ]
+    assert unresolved(pod, sources) == []
+    assert unresolved(pod, {}) == ["ConfigMap settings", "Secret credentials"]
+    assert unresolved(pod, {**sources, ("ConfigMap", "settings"): {"raw": ""}}) == [
+        "ConfigMap settings (no key topic)"
+    ]
+    env = container_env(pod, "127.0.0.9", sources=sources)
+    assert env == {
+        "APP_topic": "overridden",
+        "APP_raw": "$(SMOOTHSCALE_APP)",
+        "user": "shop",
+        "password": "pw",
+        "TOPIC": "orders",
+        "SASL": "shop:pw@orders/$(SMOOTHSCALE_APP)",
+    }
+    launch = Launch(pod, AppSettings(), "127.0.0.9", tmp_path / "state", tmp_path / "log", sources)
+    assert pod_env(launch)["SASL"] == env["SASL"]
+
+
 def test_loopback_addresses_are_never_reused_and_skip_busy_ones() -> None:
     first = random_block()
     addresses = LoopbackAddresses(first)
@@ -153,3 +210,28 @@ def _next_address(address: str) -> str:
     octets = [int(part) for part in address.split(".")]
     octets[-1] += 1
     return ".".join(map(str, octets))
+
+
+def test_resources_come_through_the_downward_api_as_a_kubelet_gives_them() -> None:
+    """Rounded up after the divisor (CPU in millicores); a request not set is the limit, else 0; a limit not
+    set is the node's allocatable; another container's resources by its name."""
+    node = {"cpu": Decimal(2), "memory": Decimal(4 * 2**30), "ephemeral-storage": Decimal(10**9)}
+    app = {"name": "app", "resources": {"limits": {"cpu": "1500m", "memory": "1Gi"}}}
+    proxy = {"name": "proxy", "resources": {"requests": {"cpu": "100m"}}}
+    pod = {"spec": {"containers": [app, proxy]}}
+    cases = {
+        ("limits.cpu", None, None): "2",
+        ("limits.cpu", "1m", None): "1500",
+        ("requests.cpu", "1m", None): "1500",
+        ("limits.memory", "1Mi", None): "1024",
+        ("requests.memory", "1G", None): "2",
+        ("requests.ephemeral-storage", None, None): "0",
+        ("limits.ephemeral-storage", "1M", None): "1000",
+        ("requests.cpu", "1m", "proxy"): "100",
+        ("limits.memory", None, "proxy"): str(4 * 2**30),
+        ("limits.hugepages-2Mi", None, None): None,
+    }
+    for (resource, divisor, container), expected in cases.items():
+        ref = {"resource": resource, **({"divisor": divisor} if divisor else {})}
+        ref.update({"containerName": container} if container else {})
+        assert resource_value(pod, app, ref, lambda: node) == expected, (resource, divisor, container)

@@ -7,6 +7,12 @@ machinery, one JVM app instead of another). The Quarkus sample runs the same ste
 `tests/bridge/test_bridge_operator.py`, which also reads its output (every order counted once): what the demo
 cannot do for an app it did not write.
 
+The app is named as a team would name it (`--app-name shop-orders`: its StreamsApp, pods and group), and takes
+settings from the pod's own variables as a pod template would, by `$(NAME)` references the kubelet expands:
+its state directory below the state volume's, its client id the pod's name. Left literal, every pod would
+share one directory named `$(SMOOTHSCALE_STATE_DIR)` and die on Kafka Streams' state lock, and the bridge
+would refuse the client id.
+
 The JSON figures say every step settled with every task processing on its planned owner, Kafka's view of
 the group the plan and balanced, and no step saw a fallback of the bridge. Not the crash either: the killed
 pod's member leaves the group after its session timeout, before its JVM is back (a Spring Boot app starts in
@@ -31,6 +37,8 @@ def test_the_demo_runs_a_spring_boot_app_jar_as_every_pod(tmp_path: Path) -> Non
         "--kafka",
         "--app-jar",
         str(spring_sample_jar()),
+        "--app-name",
+        "shop-orders",
         "--input",
         "orders:6:20",
         "--app-env",
@@ -45,6 +53,11 @@ def test_the_demo_runs_a_spring_boot_app_jar_as_every_pod(tmp_path: Path) -> Non
         "SMOOTHSCALE_METRICS_MICROMETER=false",
         "--app-env",
         "SERVER_PORT=0",
+        # Spring Boot's relaxed binding: spring.kafka.streams.state-dir and client-id from the environment.
+        "--app-env",
+        "SPRING_KAFKA_STREAMS_STATEDIR=$(SMOOTHSCALE_STATE_DIR)/spring",
+        "--app-env",
+        "SPRING_KAFKA_STREAMS_CLIENTID=$(SMOOTHSCALE_POD_NAME)",
         "--output-dir",
         str(tmp_path),
     ]
@@ -55,8 +68,12 @@ def test_the_demo_runs_a_spring_boot_app_jar_as_every_pod(tmp_path: Path) -> Non
     for name in ("scale-out", "scale-in"):
         assert steps[name]["handover_max_s"] >= steps[name]["handover_p50_s"] > 0, steps[name]
     # The operator learned the app's topology from the bridge: the repartition topic the app declares.
-    read = "racks of orders, orders-by-customer-repartition read from 3 brokers; KafkaUnavailable=False"
+    read = "racks of orders, shop-orders-by-customer-repartition read from 3 brokers; KafkaUnavailable=False"
     assert read in stdout
+    # Each pod kept its state in its own volume, below the directory its variables named.
+    state_dirs = list((tmp_path / "sandbox").rglob("spring"))
+    assert len(state_dirs) >= 6 and all((found / "shop-orders").is_dir() for found in state_dirs), state_dirs
+    assert not [path for path in tmp_path.rglob("*") if "$(" in str(path)], "a reference left literal"
     logs = list((tmp_path / "sandbox").rglob("*.log"))
     assert any("Started SpringOrdersApp" in log.read_text(errors="replace") for log in logs), logs
     assert processes_using(tmp_path) == []

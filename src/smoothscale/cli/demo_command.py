@@ -9,6 +9,7 @@ step live; it ends with a summary, a PNG timeline, and exit status 1 if any inva
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import sys
@@ -21,6 +22,14 @@ import click
 
 if TYPE_CHECKING:
     from smoothscale.sandbox.demo_kafka import InputTopic
+
+
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_NAME_MAX = 50
+"""Pod names are `<app>-<ordinal>`, DNS labels of at most 63 characters."""
+_STREAMS_NAME_MAX = 27
+"""On the streams protocol each pod's name is a client tag's value, which Kafka Streams caps at 30
+characters (`<app>-<ordinal>`, two digits in the demo's walk)."""
 
 
 @click.command("demo")
@@ -50,10 +59,12 @@ if TYPE_CHECKING:
     type=click.Choice(["classic", "streams"]),
     default="classic",
     show_default=True,
-    help="With --kafka: the sample app's group.protocol. streams (KIP-1071): the pods run Kafka Streams "
-    "4.4.0 without the bridge, the brokers load smoothscale's streams assignor (bridge/broker-assignor) and "
-    "assign the operator's plan; the demo reads every pod's tasks from Kafka's view of the group and fails "
-    "unless it is the plan at each step.",
+    help="With --kafka: the app's group.protocol. streams (KIP-1071): the brokers load smoothscale's streams "
+    "assignor (bridge/broker-assignor) and assign the operator's plan; the demo reads every pod's tasks from "
+    "Kafka's view of the group and fails unless it is the plan at each step. The sample app runs Kafka "
+    "Streams 4.4.0 without the bridge; your own (--app-jar) sets group.protocol=streams and the client tags "
+    "client.tag.smoothscale.app (SMOOTHSCALE_APP) and client.tag.smoothscale.pod (SMOOTHSCALE_POD_NAME) "
+    "itself, e.g. from --app-env.",
 )
 @click.option(
     "--api-port",
@@ -79,6 +90,14 @@ if TYPE_CHECKING:
     "on the class path in this order, the bridge's jar after them unless one holds it.",
 )
 @click.option(
+    "--app-name",
+    default=None,
+    metavar="NAME",
+    help=f"With --app-jar: the StreamsApp's name, which is your app's application.id (every pod gets it as "
+    f"SMOOTHSCALE_APP; its pods are NAME-0, NAME-1...): a DNS label of at most {_NAME_MAX} characters "
+    f"({_STREAMS_NAME_MAX} with --group-protocol streams) [default: orders].",
+)
+@click.option(
     "--app-main",
     default=None,
     metavar="CLASS",
@@ -98,7 +117,9 @@ if TYPE_CHECKING:
     multiple=True,
     metavar="NAME=VALUE",
     callback=lambda _ctx, _param, values: [_variable(value) for value in values],
-    help="With --app-jar: a variable of every pod's environment (how the app gets its settings). Repeatable.",
+    help="With --app-jar: a variable of every pod's environment (how the app gets its settings), after the "
+    "operator's: VALUE may refer to them and to earlier ones as a pod template does, "
+    "STATE=$(SMOOTHSCALE_STATE_DIR)/app ($$ is a $). Repeatable.",
 )
 @click.option(
     "--real-node",
@@ -144,6 +165,7 @@ def demo_command(
     group_protocol: str,
     kube_bin: Path | None,
     app_jars: tuple[Path, ...],
+    app_name: str | None,
     app_main: str | None,
     inputs: list[InputTopic],
     app_env: list[tuple[str, str]],
@@ -157,14 +179,14 @@ def demo_command(
     scale-in, a host swap and a pod crash."""
     # Imported here so that `smoothscale --help` does not load the operator, kopf or matplotlib.
     from smoothscale.sandbox.app_process import AppJarError, AppProcess  # noqa: PLC0415
+    from smoothscale.sandbox.demo import APP  # noqa: PLC0415
     from smoothscale.sandbox.demo_kafka import OwnApp  # noqa: PLC0415
     from smoothscale.sandbox.demo_main import run_demo  # noqa: PLC0415
 
     streams_protocol = group_protocol == "streams"
-    if streams_protocol and (not kafka or app_jars or node_bin is not None):
+    if streams_protocol and (not kafka or node_bin is not None):
         raise click.UsageError(
-            "--group-protocol streams runs the sample app on real brokers: it needs --kafka, "
-            "and neither --app-jar nor --real-node"
+            "--group-protocol streams runs the app on real brokers: it needs --kafka, and not --real-node"
         )
     own_app = None
     if app_jars:
@@ -178,9 +200,16 @@ def demo_command(
             process.check()
         except AppJarError as error:
             raise click.BadParameter(str(error), param_hint="'--app-jar'") from error
-        own_app = OwnApp(process, tuple(inputs), dict(app_env))
+        name = _app_name(app_name or APP, streams_protocol)
+        own_app = OwnApp(process, tuple(inputs), dict(app_env), name)
     else:
-        for given, option in ((app_main, "--app-main"), (inputs, "--input"), (app_env, "--app-env")):
+        own = (
+            (app_name, "--app-name"),
+            (app_main, "--app-main"),
+            (inputs, "--input"),
+            (app_env, "--app-env"),
+        )
+        for given, option in own:
             if given:
                 raise click.UsageError(f"{option} needs --app-jar (and --kafka): it describes your own app")
 
@@ -254,6 +283,18 @@ def _input_topic(text: str) -> InputTopic:
         return InputTopic.parse(text)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="'--input'") from error
+
+
+def _app_name(name: str, streams_protocol: bool) -> str:
+    longest = _STREAMS_NAME_MAX if streams_protocol else _NAME_MAX
+    if not _NAME.fullmatch(name) or len(name) > longest:
+        on_streams = " on the streams protocol" if streams_protocol else ""
+        raise click.BadParameter(
+            f"{name!r} is not a name for the StreamsApp: lower-case letters, digits and '-', starting and "
+            f"ending with a letter or digit, at most {longest} characters{on_streams} (shop-orders)",
+            param_hint="'--app-name'",
+        )
+    return name
 
 
 def _variable(text: str) -> tuple[str, str]:

@@ -14,14 +14,20 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, start_http_server
 
 from smoothscale.contract import names as contract
+from smoothscale.contract.version import CONTRACT_VERSION
 
 
 class TaskMetrics:
-    """Per-task lag and changelog end, per-task processing rate and input lag, the pod's busy ratio, and the
-    last applied generation."""
+    """Per-task lag and changelog end, per-task processing rate and input lag, the pod's busy ratio, the
+    last applied generation, and the contract version they follow."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        Gauge(
+            contract.CONTRACT_VERSION_METRIC,
+            "The version of the smoothscale contract these metrics follow.",
+            registry=self.registry,
+        ).set(CONTRACT_VERSION)
         labels = [contract.TASK_LABEL]
         self._lag = Gauge(
             contract.TASK_LAG_METRIC,

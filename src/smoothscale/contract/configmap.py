@@ -4,7 +4,9 @@
 in plain text (for people, and for pods that only poll it). The API carries binaryData as base64; a mounted
 volume holds the raw bytes. The operator, the client library, the sandbox's pods and the benchmarks all read
 and write through this module, so every reader applies the same checks: anything that does not decode to a
-publication whose generation matches the readable `generation` key is `CorruptAssignment`.
+publication whose generation matches the readable `generation` key is `CorruptAssignment`. Fields this
+release does not know are ignored, and a publication of a newer contract version than this release follows
+is `NewerAssignment` (`version.py` has the rule).
 """
 
 from __future__ import annotations
@@ -15,14 +17,26 @@ import gzip
 import zlib
 from collections.abc import Mapping
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .names import ASSIGNMENT_KEY, GENERATION_KEY
 from .publication import Publication
+from .version import UNVERSIONED, NewerContract, require_followable
 
 
 class CorruptAssignment(ValueError):
     """The ConfigMap holds no valid publication (missing keys, bad base64 or gzip, invalid JSON, mismatch)."""
+
+
+class NewerAssignment(CorruptAssignment):
+    """The publication follows a newer contract version than this release: refused whole, as corrupt
+    ones are, with a message naming both versions and what to upgrade."""
+
+
+class _StatedVersion(BaseModel):
+    """Only the version a publication states, for explaining one that does not validate."""
+
+    version: int = UNVERSIONED
 
 
 def encode_publication(publication: Publication) -> bytes:
@@ -38,9 +52,33 @@ def decode_publication(data: bytes) -> Publication:
     except (OSError, EOFError, zlib.error) as error:  # bad header, truncation, or a corrupt deflate stream
         raise CorruptAssignment(f"assignment is not gzip data: {error}") from error
     try:
-        return Publication.model_validate_json(text)
+        publication = Publication.model_validate_json(text, extra="ignore")
     except ValidationError as error:
+        # A newer contract may have changed what a field means: its version explains the failure better.
+        _require_followable(_stated_version(text))
         raise CorruptAssignment(f"undecodable assignment: {_first_line(error)}") from error
+    _require_followable(publication.version)
+    return publication
+
+
+def _stated_version(text: bytes) -> int:
+    """The version a publication that does not validate states (UNVERSIONED when it states none usable)."""
+    try:
+        return _StatedVersion.model_validate_json(text).version
+    except ValidationError:
+        return UNVERSIONED
+
+
+def _require_followable(version: int) -> None:
+    try:
+        require_followable(
+            version,
+            payload="the assignment's publication",
+            upgrade="the smoothscale client library or bridge in the app's image to the operator's release "
+            "(if the operator says this, the operator itself)",
+        )
+    except NewerContract as error:
+        raise NewerAssignment(str(error)) from error
 
 
 def configmap_content(publication: Publication) -> dict[str, dict[str, str]]:

@@ -48,6 +48,8 @@ TASK_LAG_METRIC: Final = "smoothscale_task_lag"
 CHANGELOG_END_OFFSET_METRIC: Final = "smoothscale_task_changelog_end_offset"
 GENERATION_METRIC: Final = "smoothscale_assignment_generation"
 PROCESS_RATE_METRIC: Final = "smoothscale_task_process_rate"
+CONTRACT_VERSION_METRIC: Final = "smoothscale_contract_version"
+"""The contract version the pod's reports follow (`contract.version`); absent from pods before versions: 1."""
 # Optional, for `spec.autoscaling` (docs/autoscaling.md): the fraction of the last tick the pod's processing
 # threads were busy (0..1: its capacity is what it processed divided by it), and each active task's input
 # records not yet processed (the consumer lag of its input partitions).

@@ -7,7 +7,9 @@ A pod reports (Contract 3) `smoothscale_task_lag{task=...}` for every task it ha
 has fully applied; the hand-over waits for it), and may report `smoothscale_task_process_rate{task=...}`
 (records/s, the weights of `balanceBy: weight`), `smoothscale_task_input_lag{task=...}` and
 `smoothscale_pod_busy_ratio` (the autoscaler's inputs). The first four names can be changed per app in
-`spec.metrics.names`.
+`spec.metrics.names`. Metrics the operator does not know are ignored; `smoothscale_contract_version` says
+which contract version the others follow (absent: 1), and a pod of a newer one than the operator's is
+refused (`contract.version`: it may mean something else by them).
 
 A pod that cannot be reached in time, answers with an error, or sends something that is not a valid
 exposition (unparseable text, a negative or non-finite lag, a body beyond `MAX_BODY_BYTES`) yields a
@@ -27,6 +29,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from smoothscale.contract import names as contract
+from smoothscale.contract.version import UNVERSIONED, NewerContract, require_followable
 from smoothscale.control.observed import (
     FailureReason,
     LearnedSubtopology,
@@ -74,7 +77,9 @@ def parse_metrics(text: str, names: MetricNames) -> PodMetrics:
     fallbacks: dict[str, int] = {}
     topology: list[LearnedSubtopology] = []
     try:
-        for sample in _samples(text):
+        samples = _samples(text)
+        _require_followable(samples)
+        for sample in samples:
             if sample.name == names.assignment_generation:
                 value = _count(sample.value, sample.name)
                 generation = value if generation is None else max(generation, value)
@@ -154,6 +159,23 @@ def _samples(text: str) -> list[_Sample]:
             labels = dict(_SIMPLE_LABEL.findall(match["labels"] or ""))
             samples.append(_Sample(name, labels, float(match["value"])))
     return samples
+
+
+def _require_followable(samples: list[_Sample]) -> None:
+    """Refuses the metrics of a pod on a newer contract version before any of them is read (a newer contract
+    may have changed what one means: its version explains a failure better than the metric would)."""
+    version = max(
+        (_count(s.value, s.name) for s in samples if s.name == contract.CONTRACT_VERSION_METRIC),
+        default=UNVERSIONED,
+    )
+    try:
+        require_followable(
+            version,
+            payload="the pod's report (its metrics)",
+            upgrade="the smoothscale operator to the release of the pod's client library or bridge",
+        )
+    except NewerContract as error:
+        raise InvalidMetricsError(str(error)) from error
 
 
 def _subtopology(labels: Mapping[str, str], partitions: int) -> LearnedSubtopology:

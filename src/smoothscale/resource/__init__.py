@@ -6,7 +6,14 @@ Import from here; the submodules each hold one concern (`spec`, `autoscaling`, `
 
 from .app import StreamsApp
 from .autoscaling import AutoscalingMode, AutoscalingSpec, AutoscalingTarget
-from .kafka import GroupProtocol, KafkaSecretRef, KafkaSpec, SaslMechanism, SecurityProtocol
+from .kafka import (
+    GroupProtocol,
+    KafkaSecretRef,
+    KafkaSpec,
+    OAuthBearerSpec,
+    SaslMechanism,
+    SecurityProtocol,
+)
 from .kafkastatus import ChangelogStatus, ConsumerGroupMember, ConsumerGroupStatus, KafkaStatus
 from .planner import (
     ScalingPolicy,
@@ -76,6 +83,7 @@ __all__ = [
     "MetricNames",
     "MetricsSpec",
     "MigrationProgress",
+    "OAuthBearerSpec",
     "Phase",
     "PodSpecShape",
     "PodTemplate",

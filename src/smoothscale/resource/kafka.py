@@ -5,7 +5,13 @@ racks of the input partitions' replicas, the end offsets of the app's changelog 
 app's consumer group. Changelog topics are found by their names, `<applicationId>-<store>-changelog`, and
 belong to the subtopology that lists the store (`stores`). Credentials never sit in the StreamsApp: they
 come from a Secret in the app's namespace, named here, with the keys of `KafkaSecretRef` (`username` and
-`password` for SASL; `ca.crt`, and `tls.crt`/`tls.key` for mutual TLS, as cert-manager writes them).
+`password` for SASL PLAIN and SCRAM; `clientId` and `clientSecret` for OAUTHBEARER; `ca.crt`, and
+`tls.crt`/`tls.key` for mutual TLS, as cert-manager writes them).
+
+OAUTHBEARER is the login of managed Kafka services: the operator fetches a token from the identity provider
+with the OIDC client-credentials grant (librdkafka's `sasl.oauthbearer.method=oidc`) and presents it to the
+brokers; `oauthbearer` says where the token endpoint is, which scope to ask for and which SASL extensions
+the service wants (Confluent Cloud's `logicalCluster` and `identityPoolId`, for one).
 """
 
 from __future__ import annotations
@@ -18,7 +24,14 @@ from pydantic import Field
 from .base import SpecModel
 from .fields import Duration, Matching
 
-__all__ = ["GroupProtocol", "KafkaSecretRef", "KafkaSpec", "SaslMechanism", "SecurityProtocol"]
+__all__ = [
+    "GroupProtocol",
+    "KafkaSecretRef",
+    "KafkaSpec",
+    "OAuthBearerSpec",
+    "SaslMechanism",
+    "SecurityProtocol",
+]
 
 BootstrapServers = Annotated[
     str,
@@ -36,6 +49,31 @@ SecretName = Annotated[
 ]
 SecretKey = Annotated[
     str, Matching(r"^[-._a-zA-Z0-9]+$", 253, "a Secret key (letters, digits, '-', '_', '.')")
+]
+TokenEndpointUrl = Annotated[
+    str,
+    Matching(
+        r"^https?://[^\s,]+$",
+        2048,
+        "the URL of the identity provider's OAuth 2.0 token endpoint, such as "
+        "https://login.example.com/oauth2/token",
+    ),
+]
+OAuthScope = Annotated[
+    str,
+    Matching(
+        r"^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$",
+        1024,
+        "OAuth 2.0 scopes separated by single spaces (RFC 6749 3.3: printable ASCII but '\"' and '\\')",
+    ),
+]
+ExtensionValue = Annotated[
+    str,
+    Matching(
+        r"^[\x21-\x2B\x2D-\x7E]+$",
+        1024,
+        "a SASL extension value (printable ASCII without spaces or commas)",
+    ),
 ]
 ApplicationId = Annotated[
     str,
@@ -70,11 +108,12 @@ class GroupProtocol(StrEnum):
 
 
 class SaslMechanism(StrEnum):
-    """Kafka's `sasl.mechanism` (username and password mechanisms)."""
+    """Kafka's `sasl.mechanism`: username and password mechanisms, and OAUTHBEARER (OIDC tokens)."""
 
     PLAIN = "PLAIN"
     SCRAM_SHA_256 = "SCRAM-SHA-256"
     SCRAM_SHA_512 = "SCRAM-SHA-512"
+    OAUTHBEARER = "OAUTHBEARER"
 
 
 class KafkaSecretRef(SpecModel):
@@ -83,12 +122,35 @@ class KafkaSecretRef(SpecModel):
     name: SecretName = Field(description="Name of the Secret (in the StreamsApp's namespace).")
     username_key: SecretKey = Field("username", description="Key of the SASL username.")
     password_key: SecretKey = Field("password", description="Key of the SASL password.")
+    client_id_key: SecretKey = Field("clientId", description="Key of the OAuth client id (OAUTHBEARER).")
+    client_secret_key: SecretKey = Field(
+        "clientSecret", description="Key of the OAuth client secret (OAUTHBEARER)."
+    )
     ca_key: SecretKey = Field("ca.crt", description="Key of the PEM CA certificate(s) trusted for TLS.")
     certificate_key: SecretKey = Field(
         "tls.crt", description="Key of the PEM client certificate for mutual TLS (used when present)."
     )
     private_key_key: SecretKey = Field(
         "tls.key", description="Key of the PEM client private key for mutual TLS (used when present)."
+    )
+
+
+class OAuthBearerSpec(SpecModel):
+    """Where and how the operator gets its OAUTHBEARER tokens: the OIDC client-credentials grant, with the
+    client id and secret from `secretRef` (librdkafka's `sasl.oauthbearer.method=oidc`)."""
+
+    token_endpoint_url: TokenEndpointUrl = Field(
+        description="The identity provider's token endpoint (sasl.oauthbearer.token.endpoint.url); use "
+        "https: the client secret travels in the request."
+    )
+    scope: OAuthScope | None = Field(
+        None, description="Scopes to ask for, space-separated (sasl.oauthbearer.scope). Absent: none asked."
+    )
+    extensions: dict[str, ExtensionValue] = Field(
+        default_factory=dict,
+        description="SASL extensions sent with the token, name -> value (sasl.oauthbearer.extensions), such "
+        "as logicalCluster and identityPoolId for Confluent Cloud. Names are letters only; 'auth' is "
+        "reserved.",
     )
 
 
@@ -109,7 +171,11 @@ class KafkaSpec(SpecModel):
     )
     sasl_mechanism: SaslMechanism | None = Field(
         None,
-        description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; required with SASL_PLAINTEXT and SASL_SSL.",
+        description="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER; required with SASL_PLAINTEXT and "
+        "SASL_SSL.",
+    )
+    oauthbearer: OAuthBearerSpec | None = Field(
+        None, description="The token endpoint, scope and extensions; required with saslMechanism OAUTHBEARER."
     )
     secret_ref: KafkaSecretRef | None = Field(
         None,

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from .durations import parse_duration
+from .kafka import KafkaSpec, SaslMechanism
 from .planner import max_surge_pods
 from .spec import Runtime, StreamsAppSpec, UpdateStrategy
 
@@ -24,6 +25,7 @@ __all__ = ["InvalidSpecError", "load_spec", "semantic_problems", "spec_problems"
 
 _MIN_PROBING_INTERVAL_SECONDS = 1.0
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_EXTENSION_NAME = re.compile(r"^[A-Za-z]+$")
 _GENERIC_SUBJECT = re.compile(r"^(?:Input|List|String|Value|Dictionary|Object) should")
 _ERROR_WORDING = {
     "missing": "is required",
@@ -183,6 +185,7 @@ def _kafka_problems(spec: StreamsAppSpec) -> Iterator[str]:
         yield f"{where}.secretRef: is required with securityProtocol {protocol} (for the SASL credentials)"
     if not protocol.uses_sasl and kafka.sasl_mechanism is not None:
         yield f"{where}.saslMechanism: needs securityProtocol SASL_PLAINTEXT or SASL_SSL (got {protocol})"
+    yield from _oauthbearer_problems(kafka)
     for field, value in (("refreshInterval", kafka.refresh_interval), ("timeout", kafka.timeout)):
         if parse_duration(value) < 1.0:
             yield f"{where}.{field}: must be at least 1s (got {value!r})"
@@ -195,6 +198,22 @@ def _kafka_problems(spec: StreamsAppSpec) -> Iterator[str]:
                     f"spec.topology.subtopologies[{index}].stores: store {store!r} is already listed by "
                     f"subtopologies[{owner}]; a store belongs to one subtopology"
                 )
+
+
+def _oauthbearer_problems(kafka: KafkaSpec) -> Iterator[str]:
+    where = "spec.kafka.oauthbearer"
+    oauth, mechanism = kafka.oauthbearer, kafka.sasl_mechanism
+    if mechanism is SaslMechanism.OAUTHBEARER and oauth is None:
+        yield f"{where}: is required with saslMechanism OAUTHBEARER (at least its tokenEndpointUrl)"
+    if oauth is None:
+        return
+    if mechanism is not SaslMechanism.OAUTHBEARER:
+        yield f"{where}: needs saslMechanism OAUTHBEARER (got {mechanism or 'none'})"
+    for name in oauth.extensions:
+        if not _EXTENSION_NAME.fullmatch(name):
+            yield f"{where}.extensions: {name!r} is not an extension name (letters only, RFC 7628 3.1)"
+        elif name == "auth":
+            yield f"{where}.extensions: 'auth' is reserved by SASL/OAUTHBEARER for the token itself"
 
 
 def _named_objects(value: object, where: str) -> Iterator[str]:

@@ -170,6 +170,8 @@ class Walkthrough:
         protocol serve none)."""
         self.sandbox = sandbox
         self._app = dict(app or demo_app())
+        self.name = str(self._app["metadata"]["name"])
+        """The StreamsApp's name: `orders`, or a user's own app's (`demo --app-name`)."""
         self._records = records
         self.timeline: list[Snapshot] = []
         self._view = view
@@ -199,17 +201,18 @@ class Walkthrough:
         sandbox = self.sandbox
 
         def scale(replicas: int) -> Callable[[], None]:
-            return lambda: sandbox.patch_app(APP, {"spec": {"replicas": replicas}})
+            return lambda: sandbox.patch_app(self.name, {"spec": {"replicas": replicas}})
 
         def swap() -> None:
             # The app's own container with a new image: a list in a merge patch replaces the whole list.
             containers = self._app["spec"]["template"]["spec"]["containers"]
             template = {"spec": {"containers": [{**containers[0], "image": "example/orders:2"}]}}
-            sandbox.patch_app(APP, {"spec": {"template": template}})
+            sandbox.patch_app(self.name, {"spec": {"template": template}})
 
         def crash() -> None:
             assert sandbox.kubelet is not None
-            pod = f"{APP}-{min(int(p['metadata']['name'].rsplit('-', 1)[1]) for p in sandbox.pods(APP))}"
+            ordinals = (int(p["metadata"]["name"].rsplit("-", 1)[1]) for p in sandbox.pods(self.name))
+            pod = f"{self.name}-{min(ordinals)}"
             sandbox.kubelet.crash(pod, NAMESPACE)
             self._crash = (pod, time.time())
 
@@ -248,7 +251,7 @@ class Walkthrough:
 
         settled = settle(
             self.sandbox,
-            APP,
+            self.name,
             step.name,
             timeout=self._step_timeout,
             also=lambda snapshot: (
@@ -270,7 +273,7 @@ class Walkthrough:
         settles only so: new pods that are ready and hold nothing yet, before the operator has planned for
         them, look settled otherwise (pods on the streams protocol are ready within seconds)."""
         zone_of = {pod.name: pod.zone for pod in snapshot.pods if not pod.leaving}
-        return not invariants.imbalance(self.sandbox.publication(APP), zone_of)
+        return not invariants.imbalance(self.sandbox.publication(self.name), zone_of)
 
     def _count_fallbacks(self, snapshot: Snapshot, result: StepResult, *, creating: bool) -> None:
         """Add what each pod's fallback and fail-over counters rose by since the last snapshot."""
@@ -298,7 +301,7 @@ class Walkthrough:
         else:
             self._check_snapshots(results, gap_checked, tasks)
         if all(result.settled is not None for result in results):
-            publication = self.sandbox.publication(APP)
+            publication = self.sandbox.publication(self.name)
             zone_of = {pod.name: pod.zone for pod in self.timeline[-1].pods}
             final.violations += invariants.imbalance(publication, zone_of)
             final.violations += invariants.every_task_once(publication, tasks)

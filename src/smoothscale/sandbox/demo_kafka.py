@@ -66,11 +66,13 @@ class InputTopic:
 @dataclass(frozen=True)
 class OwnApp:
     """The user's app for the demo: how its pods run (`AppProcess`), the input topics to create and feed,
-    and the environment every pod gets (how such an app receives its settings, the bridge's among them)."""
+    the environment every pod gets (how such an app receives its settings, the bridge's among them), and
+    its name (the StreamsApp's, which is the app's `application.id`)."""
 
     process: AppProcess
     inputs: tuple[InputTopic, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    name: str = APP
 
 
 def sample_topics() -> dict[str, int]:
@@ -84,11 +86,16 @@ def sample_topics() -> dict[str, int]:
 
 @contextmanager
 def demo_kafka(
-    output_dir: Path, out: TextIO, topics: Mapping[str, int], *, streams_protocol: bool = False
+    output_dir: Path,
+    out: TextIO,
+    topics: Mapping[str, int],
+    *,
+    streams_protocol: bool = False,
+    app: str = APP,
 ) -> Iterator[dict[str, Any]]:
     """Start the brokers and create `topics` (name: partitions), partition p on the broker of zone p mod 3;
     yields the app's `spec.kafka`; stops the brokers after. With `streams_protocol` every broker loads
-    smoothscale's streams assignor (`bridge/broker-assignor`), the demo app's group gets the sandbox's group
+    smoothscale's streams assignor (`bridge/broker-assignor`), the group of `app` gets the sandbox's group
     configs (`STREAMS_GROUP_CONFIGS`) and `spec.kafka` says `groupProtocol: streams`."""
     plugin = broker_assignor_jar() if streams_protocol else None
     with_plugin = ", each with smoothscale's streams assignor" if streams_protocol else ""
@@ -105,7 +112,7 @@ def demo_kafka(
             yield {"bootstrapServers": bootstrap, "refreshInterval": "5s", "timeout": "3s"}
             return
         admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-        plans.set_group_configs(admin, APP, dict(STREAMS_GROUP_CONFIGS))
+        plans.set_group_configs(admin, app, dict(STREAMS_GROUP_CONFIGS))
         yield streams_protocol_kafka(bootstrap)
 
 
@@ -130,11 +137,12 @@ def kafka_streams_app(spec_kafka: Mapping[str, Any]) -> dict[str, Any]:
     return app
 
 
-def own_streams_app(spec_kafka: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """The user's app as the demo's StreamsApp: no `spec.topology` (the bridge on the group leader reports
-    it, and the operator plans with it), the pods' environment `env`, the bridge's metrics port (9494: no
-    common framework's default)."""
-    app = _kafka_streams(spec_kafka, env)
+def own_streams_app(spec_kafka: Mapping[str, Any], own: OwnApp) -> dict[str, Any]:
+    """The user's app as the demo's StreamsApp, named as the app: no `spec.topology` (the bridge on the
+    group leader reports it, or on the streams protocol the group coordinator, and the operator plans with
+    it), the pods' environment the app's, the bridge's metrics port (9494: no common framework's default)."""
+    app = _kafka_streams(spec_kafka, own.env)
+    app["metadata"]["name"] = own.name
     del app["spec"]["topology"]
     app["spec"]["metrics"]["port"] = 9494
     return app

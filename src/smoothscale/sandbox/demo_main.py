@@ -15,6 +15,7 @@ from smoothscale.contract import names as contract
 from smoothscale.operator.crd import crd_yaml
 
 from .addresses import port_free
+from .app_process import AppProcess
 from .background import running
 from .control_plane import Binaries, ControlPlane, RunningControlPlane
 from .demo import APP, ProgressView, Walkthrough, worker_env
@@ -57,17 +58,20 @@ def run_demo(
     app (or of the user's `own_app`) against three real brokers, one per zone, whose racks the operator reads
     (`demo_kafka`); `speed` then does not apply, and a step also fails when it ends unbalanced, with Kafka's
     view of the group other than the plan, or with a fallback of the bridge. With `streams_protocol` (and
-    `kafka`) the sample app runs `group.protocol=streams` on Kafka Streams 4.4.0 and the brokers load
-    smoothscale's streams assignor: what each pod runs is read from Kafka's view of the group
-    (`streams_observe`), and the last check also wants the plugin as the group's assignor and every pod's
-    standbys as planned. `json_figures` ends the output with one JSON object of every step's figures
-    (`report.step_figures`)."""
+    `kafka`) the brokers load smoothscale's streams assignor and the app (the sample on Kafka Streams 4.4.0,
+    or the user's, configured for it by its own settings) runs `group.protocol=streams`: what each pod runs
+    is read from Kafka's view of the group (`streams_observe`), and the sample's last check also wants the
+    plugin as the group's assignor and every pod's standbys as planned. `json_figures` ends the output with
+    one JSON object of every step's figures (`report.step_figures`)."""
     first_address = _first_free_block()
     kafka = kafka or own_app is not None or streams_protocol
+    name = APP if own_app is None else own_app.name
     with contextlib.ExitStack() as stack:
         topics = sample_topics() if own_app is None else {i.topic: i.partitions for i in own_app.inputs}
         spec_kafka = (
-            stack.enter_context(demo_kafka(output_dir, out, topics, streams_protocol=streams_protocol))
+            stack.enter_context(
+                demo_kafka(output_dir, out, topics, streams_protocol=streams_protocol, app=name)
+            )
             if kafka
             else None
         )
@@ -75,9 +79,11 @@ def run_demo(
         observer = None
         if streams_protocol and bootstrap is not None:
             # only the latest sample is read: a demo kept running (`keep`) holds no growing history
-            watch = stack.enter_context(StreamsGroupWatch(bootstrap, [APP], interval_ms=500, history=1))
-            observer = StreamsGroupObserver(watch, APP)
-        pods_run = streams_protocol_app() if streams_protocol else None
+            watch = stack.enter_context(StreamsGroupWatch(bootstrap, [name], interval_ms=500, history=1))
+            observer = StreamsGroupObserver(watch, name)
+        pods_run: AppProcess | None = own_app.process if own_app is not None else None
+        if pods_run is None and streams_protocol:
+            pods_run = streams_protocol_app()
         api_server = None if kube_bin is None else stack.enter_context(_real_api_server(output_dir, kube_bin))
         sandbox = stack.enter_context(
             Sandbox(
@@ -87,7 +93,7 @@ def run_demo(
                 first_address=first_address,
                 api_server=api_server,
                 kafka_bootstrap=bootstrap,
-                kafka_app=pods_run if own_app is None else own_app.process,
+                kafka_app=pods_run,
             )
         )
         assert sandbox.cluster is not None
@@ -101,7 +107,7 @@ def run_demo(
             if own_app is None:
                 app, rates = kafka_streams_app(spec_kafka), {ORDERS: 20}
             else:
-                app = own_streams_app(spec_kafka, own_app.env)
+                app = own_streams_app(spec_kafka, own_app)
                 rates = {i.topic: i.rate for i in own_app.inputs}
             walkthrough = Walkthrough(
                 sandbox,
@@ -136,14 +142,14 @@ def run_demo(
         for line in violations:
             out.write(f"VIOLATION {line}\n")
         if spec_kafka is not None:
-            out.write(kafka_summary(sandbox.app(APP).get("status") or {}) + "\n")
+            out.write(kafka_summary(sandbox.app(name).get("status") or {}) + "\n")
         out.write("all invariants held\n" if not violations else f"{len(violations)} invariant(s) broken\n")
         if json_figures:
             figures = {result.name: step_figures(result) for result in results}
             out.write(json.dumps({"steps": figures, "exit_status": 1 if violations else 0}) + "\n")
         out.flush()
         if keep:
-            _wait_for_a_signal(out, sandbox.kubeconfig)
+            _wait_for_a_signal(out, sandbox.kubeconfig, name)
     return 1 if violations else 0
 
 
@@ -155,15 +161,15 @@ def _real_api_server(output_dir: Path, kube_bin: Path) -> Iterator[RunningContro
         yield running
 
 
-def _wait_for_a_signal(out: TextIO, kubeconfig: Path) -> None:
+def _wait_for_a_signal(out: TextIO, kubeconfig: Path, app: str) -> None:
     out.write(
         "\nThe sandbox keeps running. Try:\n"
         f"  export KUBECONFIG={kubeconfig}\n"
-        "  kubectl get sapp orders -o wide\n"
+        f"  kubectl get sapp {app} -o wide\n"
         "  kubectl get pods -o wide\n"
         "  kubectl explain sapp.spec.scaling\n"
-        "  kubectl scale sapp orders --replicas=5\n"
-        "  kubectl annotate pod orders-3 smoothscale.io/leaving=true\n"
+        f"  kubectl scale sapp {app} --replicas=5\n"
+        f"  kubectl annotate pod {app}-3 smoothscale.io/leaving=true\n"
         "Ctrl-C (or SIGTERM) stops every process of it.\n"
     )
     out.flush()

@@ -9,6 +9,8 @@ kubelet by the real-node lane. The rules (the kubelet's `makeEnvironmentVariable
 - `$$` is an escaped `$`; a `$` before anything else stays as it is (`$VAR`, `${VAR}`, `$?`); an
   unterminated `$(` stays as written; there is no nesting.
 - A `valueFrom` value is never expanded; an empty `value` is the empty string.
+- The variables of `envFrom` (ConfigMaps, Secrets, with their prefix) come before the whole `env` list, so
+  any value may refer to them; theirs are never expanded.
 - `command` and `args` expand from the container's final environment (every variable, in any order).
 - When a name appears twice in the list, the later definition wins.
 """
@@ -58,10 +60,13 @@ ValueOf = Callable[[Mapping[str, Any]], str | None]
 """The value of a `valueFrom` variable (a `fieldRef`, say), or None when it cannot be resolved."""
 
 
-def environment(variables: Sequence[Mapping[str, Any]], value_from: ValueOf) -> dict[str, str]:
+def environment(
+    variables: Sequence[Mapping[str, Any]], value_from: ValueOf, before: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """A container's environment from its `env` list, in order: each `value` expanded from the variables
-    before it, each `valueFrom` resolved by `value_from` (a variable it cannot resolve is left out)."""
-    env: dict[str, str] = {}
+    before it, each `valueFrom` resolved by `value_from` (a variable it cannot resolve is left out).
+    `before`: the variables of the container's `envFrom`, which come first (never expanded themselves)."""
+    env: dict[str, str] = dict(before or {})
     for variable in variables:
         name = variable.get("name")
         if not isinstance(name, str) or not name:

@@ -196,11 +196,6 @@ class Sandbox:
         """The operator's process (None while stopped, or while a crashed one waits out its back-off)."""
         return self._operator.process
 
-    @property
-    def operator_restarts(self) -> int:
-        """How often the operator exited on its own and was started again (`supervisor`)."""
-        return self._operator.restarts
-
     def start_operator(self) -> None:
         """Run the operator, started again whenever it exits on its own, as its Deployment's pod would be."""
         self._operator.start()

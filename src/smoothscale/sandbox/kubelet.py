@@ -26,6 +26,7 @@ What it does, as a kubelet (and a scheduler, and a volume provisioner) would, wh
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import shutil
@@ -44,7 +45,7 @@ from smoothscale.client.follow import Body, Follower, short_error
 from smoothscale.contract import names as contract
 
 from .podruntime import Container, Launch, PodRuntime
-from .podspec import app_settings, grace_seconds, restarts_after, state_volume
+from .podspec import app_settings, env_sources, grace_seconds, restarts_after, state_volume, unresolved
 from .records import RecordWriter
 from .scheduling import choose_zone, node_body, node_name
 
@@ -152,9 +153,14 @@ class Kubelet:
         """The threads stopping deleted pods' containers, each with its pod's grace period."""
         self._terminating: set[str] = set()
         """Pods whose container is being stopped: their finalizer goes when the container has."""
+        self._removed: set[str] = set()
+        """Deleted pods whose final DELETE the API server took: it is not sent again, even while another's
+        finalizer keeps the pod listed."""
         self._down: set[str] = set()
         """Zones lost (`lose_zone`): no container runs there until `restore_zone`."""
         self._binding: dict[str, str] = {}
+        self._waiting: dict[str, list[str]] = {}
+        """What each pod's container waits for (ConfigMaps, Secrets), as last logged."""
         """Pods bound (uid -> zone) whose binding the pod cache has not shown yet."""
         self._lock = threading.RLock()
         self._wake = threading.Event()
@@ -331,12 +337,14 @@ class Kubelet:
 
     def _reconcile(self) -> None:
         pods = self._pods.snapshot()
+        self._removed &= set(pods)
         self._binding = {
             uid: zone
             for uid, zone in self._binding.items()
             if uid in pods and not (pods[uid].get("spec") or {}).get("nodeName")
         }
         load = self._zone_load(pods)
+        self._waiting = {uid: missing for uid, missing in self._waiting.items() if uid in pods}
         for uid in list(self._running):
             pod = pods.get(uid)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
@@ -432,6 +440,14 @@ class Kubelet:
         volume = state_volume(body)
         if volume.claim is not None and not self._claim_ready(namespace, volume.claim):
             return  # Pending until its claim exists, as with a real volume binder
+        sources = read_env_sources(self._core, body)
+        if missing := unresolved(body, sources):
+            # A kubelet's CreateContainerConfigError: the container starts once they exist.
+            if self._waiting.get(metadata["uid"]) != missing:
+                log.warning("pod %s/%s waits for %s", namespace, name, ", ".join(missing))
+                self._waiting[metadata["uid"]] = missing
+            return
+        self._waiting.pop(metadata["uid"], None)
         settings = app_settings(self._streamsapp(namespace, metadata.get("labels") or {}))
         uid = metadata["uid"]
         state_dir = (
@@ -445,6 +461,7 @@ class Kubelet:
             ip=self.runtime.address(body, settings),
             state_dir=state_dir,
             log=self.root / "logs" / f"{namespace}.{name}.{uid[:8]}.log",
+            sources=sources,
         )
         pod = _Pod(uid=uid, namespace=namespace, name=name, launch=launch, claim=volume.claim)
         self._running[uid] = pod
@@ -518,7 +535,7 @@ class Kubelet:
         metadata = pod["metadata"]
         if FINALIZER in (metadata.get("finalizers") or []):
             self._release_finalizer(metadata["namespace"], metadata["name"])
-        if bound:
+        if bound and metadata["uid"] not in self._removed:
             self._remove(metadata["namespace"], metadata["name"], metadata["uid"])
 
     def _remove(self, namespace: str, name: str, uid: str) -> None:
@@ -532,6 +549,8 @@ class Kubelet:
         except kubernetes.client.ApiException as error:
             if error.status not in (404, 409):  # gone already, or a new pod of the same name
                 log.warning("could not remove pod %s/%s: %s", namespace, name, short_error(error))
+                return
+        self._removed.add(uid)
 
     def _release_finalizer(self, namespace: str, name: str) -> None:
         """Remove the stand-in's finalizer from the pod as it is now (others' finalizers stay)."""
@@ -620,6 +639,28 @@ class Kubelet:
                 return None
             raise
         return found if isinstance(found, Mapping) else None
+
+
+def read_env_sources(core: kubernetes.client.CoreV1Api, pod: Body) -> dict[tuple[str, str], dict[str, str]]:
+    """The data of the ConfigMaps and Secrets the pod's environment names (`podspec.env_sources`), those
+    that exist (`podspec.Sources`); a Secret's values decoded."""
+    namespace = pod["metadata"]["namespace"]
+    found: dict[tuple[str, str], dict[str, str]] = {}
+    for ref in env_sources(pod):
+        if (ref.kind, ref.name) in found:
+            continue
+        secret = ref.kind == "Secret"
+        read = core.read_namespaced_secret if secret else core.read_namespaced_config_map
+        try:
+            data = read(ref.name, namespace).data or {}
+        except kubernetes.client.ApiException as error:
+            if error.status == 404:
+                continue
+            raise
+        found[ref.kind, ref.name] = {
+            key: base64.b64decode(value).decode() if secret else str(value) for key, value in data.items()
+        }
+    return found
 
 
 def _condition(kind: str, true: bool, since: str) -> dict[str, str]:

@@ -11,11 +11,11 @@ codes), so that crashes, freezes and graceful stops mean the same thing for ever
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .podspec import AppSettings
+from .podspec import AppSettings, Sources
 
 Body = Mapping[str, Any]
 
@@ -34,6 +34,8 @@ class Launch:
     """The state volume's directory: a claim's, which outlives the pod, or the pod's emptyDir."""
     log: Path
     """Where the container's output goes."""
+    sources: Sources = field(default_factory=dict)
+    """The ConfigMaps and Secrets its environment reads, as they were when the container first started."""
 
 
 class Container(Protocol):

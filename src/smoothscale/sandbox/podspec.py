@@ -2,7 +2,8 @@
 
 Pure functions of the objects, so that they are tested as data. The stand-in runs `smoothscale worker` for
 the pod's first container whatever its image and command say; everything else follows the pod: the
-container's environment (plain values with their `$(NAME)` references expanded, and the usual `fieldRef`s),
+container's environment (plain values with their `$(NAME)` references expanded, the usual `fieldRef`s, the
+ConfigMaps and Secrets it names, its resources),
 the state volume (a claim or an emptyDir), the restart policy, the grace period, and the app's metrics port,
 path and stateless subtopologies.
 """
@@ -16,6 +17,7 @@ from typing import Any
 from smoothscale.contract import names as contract
 from smoothscale.resource.spec import Runtime
 
+from .downward import Allocatable, machine_allocatable, resource_value
 from .envexpansion import environment
 
 Body = Mapping[str, Any]
@@ -56,19 +58,90 @@ def metrics_port(spec: Body) -> int:
     return int(port) if port else Runtime(spec.get("runtime") or Runtime.CLIENT_LIBRARY).metrics_port
 
 
-def container_env(pod: Body, pod_ip: str, placed: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The first container's environment as a kubelet makes it (`envexpansion.environment`: `value`s with
-    their `$(NAME)` references expanded, `fieldRef`s to the pod's metadata, node and IP).
+Sources = Mapping[tuple[str, str], Mapping[str, str]]
+"""The data of the ConfigMaps and Secrets a pod's environment names, by (kind, name), as the stand-in read
+them when it started the pod (a Secret's values decoded); one that does not exist is absent."""
+_REFS = {"configMapRef": "ConfigMap", "secretRef": "Secret"}
+_KEY_REFS = {"configMapKeyRef": "ConfigMap", "secretKeyRef": "Secret"}
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A ConfigMap or Secret that the first container's `env` (`...KeyRef`) or `envFrom` (`...Ref`) names."""
+
+    kind: str
+    name: str
+    key: str | None
+    """The key a `...KeyRef` reads; None for `envFrom`, which takes every key."""
+    optional: bool
+
+
+def env_sources(pod: Body) -> list[SourceRef]:
+    """Every ConfigMap and Secret that the first container's environment reads, in its order."""
+    container = ((pod.get("spec") or {}).get("containers") or [{}])[0]
+    found = []
+    for source in container.get("envFrom") or []:
+        for field, kind in _REFS.items():
+            if ref := source.get(field):
+                found.append(SourceRef(kind, str(ref.get("name")), None, bool(ref.get("optional"))))
+    for variable in container.get("env") or []:
+        for field, kind in _KEY_REFS.items():
+            if ref := (variable.get("valueFrom") or {}).get(field):
+                found.append(
+                    SourceRef(kind, str(ref.get("name")), str(ref.get("key")), bool(ref.get("optional")))
+                )
+    return found
+
+
+def unresolved(pod: Body, sources: Sources) -> list[str]:
+    """What a kubelet would not start the container without (`CreateContainerConfigError`): each ConfigMap or
+    Secret, or key of one, that the environment names without `optional: true` and that does not exist."""
+    missing = []
+    for ref in env_sources(pod):
+        data = sources.get((ref.kind, ref.name))
+        if ref.optional or (data is not None and (ref.key is None or ref.key in data)):
+            continue
+        missing.append(f"{ref.kind} {ref.name}" + ("" if data is None else f" (no key {ref.key})"))
+    return list(dict.fromkeys(missing))
+
+
+def container_env(
+    pod: Body,
+    pod_ip: str,
+    placed: Mapping[str, str] | None = None,
+    sources: Sources | None = None,
+    allocatable: Allocatable = machine_allocatable,
+) -> dict[str, str]:
+    """The first container's environment as a kubelet makes it (`envexpansion.environment`: `envFrom`'s
+    variables first, then `value`s with their `$(NAME)` references expanded, `fieldRef`s to the pod's
+    metadata, node and IP, `configMapKeyRef`s and `secretKeyRef`s from `sources`, `resourceFieldRef`s from
+    the container's resources or, for a limit it does not set, the node's `allocatable`: `downward`).
 
     `placed`: what the stand-in decided for variables the pod defines, put in their place in the list so
     that later references see them: a pod's view is not the host's (the state volume's mount path is a
     folder of the stand-in's, the metrics port one the stand-in allocated)."""
     containers = (pod.get("spec") or {}).get("containers") or [{}]
     placed = placed or {}
+    sources = sources or {}
 
     def value_from(variable: Mapping[str, Any]) -> str | None:
-        field_path = ((variable.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-        return _field(pod, str(field_path), pod_ip) if field_path else None
+        source = variable.get("valueFrom") or {}
+        field_path = (source.get("fieldRef") or {}).get("fieldPath")
+        if field_path:
+            return _field(pod, str(field_path), pod_ip)
+        for field, kind in _KEY_REFS.items():
+            if ref := source.get(field):
+                return (sources.get((kind, str(ref.get("name")))) or {}).get(str(ref.get("key")))
+        if ref := source.get("resourceFieldRef"):
+            return resource_value(pod, containers[0], ref, allocatable)
+        return None
+
+    before: dict[str, str] = {}
+    for source in containers[0].get("envFrom") or []:
+        for field, kind in _REFS.items():
+            if ref := source.get(field):
+                data = sources.get((kind, str(ref.get("name")))) or {}
+                before.update({str(source.get("prefix") or "") + key: value for key, value in data.items()})
 
     variables = [
         {"name": variable.get("name"), "value": placed[variable["name"]]}
@@ -76,7 +149,7 @@ def container_env(pod: Body, pod_ip: str, placed: Mapping[str, str] | None = Non
         else variable
         for variable in containers[0].get("env") or []
     ]
-    return environment(variables, value_from)
+    return environment(variables, value_from, before)
 
 
 def _field(pod: Body, path: str, pod_ip: str) -> str | None:

@@ -56,7 +56,7 @@ def pod_env(launch: Launch) -> dict[str, str]:
         contract.STATE_DIR_ENV: str(launch.state_dir),
         contract.METRICS_PORT_ENV: str(launch.settings.metrics_port),
     }
-    return {**variables, **container_env(launch.pod, launch.ip, placed), **placed}
+    return {**variables, **container_env(launch.pod, launch.ip, placed, launch.sources), **placed}
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,24 @@ STEP_TIMEOUT = 300.0
 """A JVM in a pod starts in 10-20 s on an idle machine, and took over a minute under a load average of 69."""
 
 
+APP_SETTINGS = {
+    "SMOOTHSCALE_BRIDGE": "properties",
+    "APP_CLIENT_ID": "$(SMOOTHSCALE_POD_NAME)",
+    "STREAMS_CLIENT_ID": "${env:APP_CLIENT_ID}",
+    "STREAMS_STATE_DIR": "$(SMOOTHSCALE_STATE_DIR)/kafka-streams",
+}
+"""The app's settings as a team's pod template gives them, from the operator's variables (first in the
+container's env) by `$(NAME)` references that the kubelet expands: the sample that adopts smoothscale by its
+settings alone (`PlainOrdersApp`: Kafka's `EnvVarConfigProvider`), its `client.id` `${env:APP_CLIENT_ID}`,
+which is the pod's name (the bridge refuses any other), and its state directory below the state volume's.
+Left literal, the bridge would refuse the client id and the state would not be on the volume."""
+
+
 def java_app(image: str, spec_kafka: Mapping[str, Any]) -> Json:
     """The `smoothscale demo --kafka` app (`demo_kafka.kafka_streams_app`) with pods of `image`: the sample
     app reading its assignment with its ServiceAccount, bootstrapping at `spec_kafka`'s (forwarded) brokers,
-    its state in the pod's emptyDir (no volume provisioner runs), ready once the bridge serves its metrics."""
+    its state in the pod's emptyDir (no volume provisioner runs), ready once the bridge serves its metrics on
+    the port the operator gives it (`SMOOTHSCALE_METRICS_PORT`); its settings `APP_SETTINGS`."""
     app = kafka_streams_app(spec_kafka)
     app["metadata"]["namespace"] = KAFKA_NAMESPACE
     del app["spec"]["storage"]
@@ -63,8 +77,7 @@ def java_app(image: str, spec_kafka: Mapping[str, Any]) -> Json:
     variables = {
         **{variable["name"]: variable["value"] for variable in container["env"]},
         "KAFKA_BOOTSTRAP_SERVERS": str(spec_kafka["bootstrapServers"]),
-        "SMOOTHSCALE_STATE_DIR": "/state",
-        "SMOOTHSCALE_METRICS_PORT": str(port),
+        **APP_SETTINGS,
     }
     spec["template"]["spec"] = {
         "serviceAccountName": APP,

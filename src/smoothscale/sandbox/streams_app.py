@@ -32,14 +32,15 @@ def streams_app(
     replicas: int,
     *,
     acceptable_lag: int,
-    session_timeout_ms: int = 10_000,
+    session_timeout_ms: int | None = 10_000,
     adoption: str = "code",
     streams_protocol: str | None = None,
 ) -> dict[str, Any]:
     """The sample app as a StreamsApp with no spec.topology: the bridge reports it (subtopology 0 reads the
     orders, 1 the repartition topic). A killed instance's member leaves the group after
-    `session_timeout_ms`, not Kafka Streams' 45 s. `adoption="properties"` runs the sample that adopts
-    smoothscale by its settings alone (`PlainOrdersApp`), "code" the one calling `SmoothscaleBridge`.
+    `session_timeout_ms`, not Kafka Streams' 45 s (None: the app's own). `adoption="properties"` runs the
+    sample that adopts smoothscale by its settings alone (`PlainOrdersApp`), "code" the one calling
+    `SmoothscaleBridge`.
 
     `streams_protocol` (the brokers' bootstrap servers): the app runs `group.protocol=streams` without the
     bridge, tagged with its app and pod for smoothscale's broker plugin, and the operator reads its group
@@ -50,10 +51,10 @@ def streams_app(
         {"name": "TOTALS_TOPIC", "value": totals},
     ]
     if streams_protocol is None:
-        env += [
-            {"name": "STREAMS_SESSION_TIMEOUT_MS", "value": str(session_timeout_ms)},
-            *([{"name": "SMOOTHSCALE_BRIDGE", "value": "properties"}] if adoption == "properties" else []),
-        ]
+        if session_timeout_ms is not None:
+            env.append({"name": "STREAMS_SESSION_TIMEOUT_MS", "value": str(session_timeout_ms)})
+        if adoption == "properties":
+            env.append({"name": "SMOOTHSCALE_BRIDGE", "value": "properties"})
     else:
         env += streams_protocol_env(app)
     body: dict[str, Any] = {

@@ -47,6 +47,8 @@ STALE_GROUP_VIEW = 30.0
 """Seconds after which a group view is old: the plugin writes one at least every 10 s while it assigns the
 group (`GroupViewPublisher.KEEPALIVE`), so an older one means no broker does (the coordinator moved, or it
 never assigned the group with the plugin)."""
+_NO_TOKEN = "Failed to acquire SASL OAUTHBEARER token"
+"""How librdkafka's OIDC grant reports a token request refused (or unanswered), then quoting the answer."""
 _UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}
 
 
@@ -239,11 +241,7 @@ def _explain(error: KafkaException, seen: Sequence[KafkaError], config: Mapping[
     errors = [*seen, *(arg for arg in error.args if isinstance(arg, KafkaError))]
     for found in errors:
         if found.code() in _AUTHENTICATION:
-            user = config.get("sasl.username")
-            who = f" as user {user!r} ({config.get('sasl.mechanism')})" if user else ""
-            return KafkaReadError(
-                "KafkaAuthenticationFailed", f"Kafka at {servers} refused the login{who}: {found.str()}"
-            )
+            return KafkaReadError("KafkaAuthenticationFailed", _refused(found, config))
     for found in errors:
         if found.code() == KafkaError._SSL:
             return KafkaReadError("KafkaTLSFailed", f"TLS with Kafka at {servers} failed: {found.str()}")
@@ -254,6 +252,22 @@ def _explain(error: KafkaException, seen: Sequence[KafkaError], config: Mapping[
     if first is not None and first.code() == KafkaError._TIMED_OUT:
         return KafkaReadError("KafkaUnreachable", f"no answer from Kafka at {servers}: {first.str()}")
     return KafkaReadError("KafkaReadFailed", f"reading Kafka at {servers} failed: {error}")
+
+
+def _refused(error: KafkaError, config: Mapping[str, str]) -> str:
+    """Who was refused, and by whom: Kafka refusing a user's login; with OAUTHBEARER, the token endpoint
+    not giving an OAuth client its token (refused or unreachable: librdkafka quotes which) or Kafka
+    refusing that token."""
+    servers = config.get("bootstrap.servers", "?")
+    client = config.get("sasl.oauthbearer.client.id")
+    if client is not None:
+        endpoint = config.get("sasl.oauthbearer.token.endpoint.url")
+        if error.str().startswith(_NO_TOKEN):
+            return f"no OAUTHBEARER token for OAuth client {client!r} from {endpoint}: {error.str()}"
+        return f"Kafka at {servers} refused the token of OAuth client {client!r} (OAUTHBEARER): {error.str()}"
+    user = config.get("sasl.username")
+    who = f" as user {user!r} ({config.get('sasl.mechanism')})" if user else ""
+    return f"Kafka at {servers} refused the login{who}: {error.str()}"
 
 
 def _broker(node: int) -> ConfigResource:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from smoothscale.resource import KafkaSecretRef, KafkaSpec
+from smoothscale.resource import KafkaSecretRef, KafkaSpec, SaslMechanism
 
 CLIENT_ID: Final = "smoothscale-operator"
 
@@ -38,8 +38,11 @@ def client_config(kafka: KafkaSpec, secret: Mapping[str, bytes] | None) -> dict[
         if kafka.sasl_mechanism is None:
             raise KafkaSettingsError(f"spec.kafka.saslMechanism: is required with {protocol}")
         config["sasl.mechanism"] = str(kafka.sasl_mechanism)
-        config["sasl.username"] = _text(secret, ref, ref.username_key, "usernameKey")
-        config["sasl.password"] = _text(secret, ref, ref.password_key, "passwordKey")
+        if kafka.sasl_mechanism is SaslMechanism.OAUTHBEARER:
+            config.update(_oidc(kafka, secret, ref))
+        else:
+            config["sasl.username"] = _text(secret, ref, ref.username_key, "usernameKey")
+            config["sasl.password"] = _text(secret, ref, ref.password_key, "passwordKey")
     if protocol.uses_tls:
         if ref.ca_key in secret:
             config["ssl.ca.pem"] = _text(secret, ref, ref.ca_key, "caKey")
@@ -54,6 +57,25 @@ def client_config(kafka: KafkaSpec, secret: Mapping[str, bytes] | None) -> dict[
         if has_cert:
             config["ssl.certificate.pem"] = _text(secret, ref, ref.certificate_key, "certificateKey")
             config["ssl.key.pem"] = _text(secret, ref, ref.private_key_key, "privateKeyKey")
+    return config
+
+
+def _oidc(kafka: KafkaSpec, secret: Mapping[str, bytes], ref: KafkaSecretRef) -> dict[str, str]:
+    """OAUTHBEARER through librdkafka's own OIDC client-credentials grant: it fetches the token (HTTP Basic
+    with the client id and secret, `grant_type=client_credentials`) and refreshes it before it expires."""
+    oauth = kafka.oauthbearer
+    if oauth is None:
+        raise KafkaSettingsError("spec.kafka.oauthbearer: is required with saslMechanism OAUTHBEARER")
+    config = {
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": _text(secret, ref, ref.client_id_key, "clientIdKey"),
+        "sasl.oauthbearer.client.secret": _text(secret, ref, ref.client_secret_key, "clientSecretKey"),
+        "sasl.oauthbearer.token.endpoint.url": oauth.token_endpoint_url,
+    }
+    if oauth.scope is not None:
+        config["sasl.oauthbearer.scope"] = oauth.scope
+    if oauth.extensions:
+        config["sasl.oauthbearer.extensions"] = ",".join(f"{k}={v}" for k, v in oauth.extensions.items())
     return config
 
 

@@ -39,6 +39,7 @@ from aiohttp import web
 from smoothscale.contract import names as contract
 from smoothscale.contract.configmap import from_configmap
 from smoothscale.contract.publication import Publication
+from smoothscale.contract.version import CONTRACT_VERSION
 from smoothscale.control import names
 from smoothscale.sandbox.kubelet import Kubelet
 from smoothscale.sandbox.podruntime import Body, Launch
@@ -94,6 +95,7 @@ class FakePod:
             f'{contract.CHANGELOG_END_OFFSET_METRIC}{{task="{t}"}} {changelog}' for t in sorted(self.lags)
         ]
         lines.append(f"{contract.GENERATION_METRIC} {self.generation}")
+        lines.append(f"{contract.CONTRACT_VERSION_METRIC} {CONTRACT_VERSION}")
         return "\n".join(lines) + "\n"
 
 

@@ -85,9 +85,12 @@ class KafkaCluster:
         cluster_id: str | None = None,
         streams_assignor: Path | None = None,
         advertise: str | None = None,
+        oauthbearer: bool = False,
     ) -> None:
-        """`advertise`: an address of this host forwarded to loopback, where clients elsewhere (a real node's
-        pods) reach the brokers (`forwarded_bootstrap_servers`, `config.server_properties`)."""
+        """`oauthbearer`: the SASL listener also takes OAUTHBEARER logins with unsigned JWTs
+        (`config.server_properties`). `advertise`: an address of this host forwarded to loopback, where
+        clients elsewhere (a real node's pods) reach the brokers (`forwarded_bootstrap_servers`,
+        `config.server_properties`)."""
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         chosen_racks: Sequence[str | None]
@@ -110,11 +113,13 @@ class KafkaCluster:
         """The jar of smoothscale's broker-side streams assignor, loaded by every node (None: not loaded)."""
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         self.advertise = advertise
-        ports = _free_ports(brokers * (2 + (sasl_users is not None) + tls + (advertise is not None)))
+        self.oauthbearer = oauthbearer
+        with_sasl = sasl_users is not None or oauthbearer
+        ports = _free_ports(brokers * (2 + with_sasl + tls + (advertise is not None)))
         self._nodes: dict[int, _Node] = {}
         for index, rack in enumerate(chosen_racks):
             node_id = index + 1
-            sasl = ports.pop() if sasl_users is not None else None
+            sasl = ports.pop() if with_sasl else None
             tls_port = ports.pop() if tls else None
             forwarded = ports.pop() if advertise is not None else None
             config = NodeConfig(
@@ -142,9 +147,9 @@ class KafkaCluster:
 
     @property
     def sasl_bootstrap_servers(self) -> str:
-        """The SASL_PLAINTEXT (PLAIN) listeners; only with `sasl_users`."""
-        if self.sasl_users is None:
-            raise ValueError("this cluster was started without sasl_users")
+        """The SASL_PLAINTEXT listeners (PLAIN, OAUTHBEARER); only with `sasl_users` or `oauthbearer`."""
+        if self.sasl_users is None and not self.oauthbearer:
+            raise ValueError("this cluster was started without sasl_users or oauthbearer")
         return ",".join(f"{LOOPBACK}:{node.config.ports.sasl}" for node in self._nodes.values())
 
     @property
@@ -273,6 +278,7 @@ class KafkaCluster:
                 self.certificate,
                 streams_assignor=None if self.streams_assignor is None else streams_protocol.ASSIGNOR_CLASS,
                 advertise=self.advertise,
+                oauthbearer=self.oauthbearer,
             )
             node.properties_file.write_text(render(properties))
             command = [

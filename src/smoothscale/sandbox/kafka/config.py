@@ -8,7 +8,10 @@ partitions so that a broker on two shared cores creates them quickly.
 
 With `sasl_users`, every node also listens for SASL/PLAIN clients (users and passwords given here) on a
 port of its own, and with `tls` (a certificate for 127.0.0.1) for TLS clients on another: the operator's
-credential handling is tested against them.
+credential handling is tested against them. With `oauthbearer`, that SASL listener also takes OAUTHBEARER
+logins, checked by Kafka's default unsecured validator (`OAuthBearerUnsecuredValidatorCallbackHandler`): any
+unsigned JWT (`alg: none`) with a `sub` and an `exp` still ahead passes, so a test's own token endpoint
+stands in for an identity provider.
 
 With `advertise` (an address of this host that forwards to loopback: a real node's pods reach the brokers at
 their bridge's gateway, `real_node.RealNode(forward_ports=...)`), every node also listens for PLAINTEXT
@@ -64,6 +67,7 @@ def server_properties(
     tls: ServerCertificate | None = None,
     streams_assignor: str | None = None,
     advertise: str | None = None,
+    oauthbearer: bool = False,
 ) -> dict[str, str]:
     """The properties of `node` in a cluster whose controller quorum is `voters` (every node)."""
     replication = str(min(3, len(voters)))
@@ -103,10 +107,18 @@ def server_properties(
         properties["broker.rack"] = node.rack
     if streams_assignor is not None:
         properties["group.streams.assignors"] = f"sticky,{streams_assignor}"
+    mechanisms = []
     if sasl_users is not None:
-        client_listeners["SASL_PLAINTEXT"] = _port(node, node.ports.sasl, "SASL users")
-        properties["sasl.enabled.mechanisms"] = "PLAIN"
+        mechanisms.append("PLAIN")
         properties["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = _plain_jaas(sasl_users)
+    if oauthbearer:
+        mechanisms.append("OAUTHBEARER")
+        properties["listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+        )
+    if mechanisms:
+        client_listeners["SASL_PLAINTEXT"] = _port(node, node.ports.sasl, "SASL logins")
+        properties["sasl.enabled.mechanisms"] = ",".join(mechanisms)
     if tls is not None:
         client_listeners["SSL"] = _port(node, node.ports.tls, "a certificate")
         properties["listener.name.ssl.ssl.keystore.type"] = "PEM"

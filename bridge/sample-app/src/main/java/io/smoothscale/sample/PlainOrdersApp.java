@@ -31,9 +31,15 @@ public final class PlainOrdersApp {
     private PlainOrdersApp() {}
 
     static Properties load(String[] args) {
+        return load(args, "/plain-app.properties");
+    }
+
+    /** The settings of the packaged {@code resource} (or of the file the first argument names), with the
+     * {@code STREAMS_<NAME>} overrides. */
+    static Properties load(String[] args, String resource) {
         Properties props = new Properties();
         try (InputStream in = args.length > 0 ? Files.newInputStream(Path.of(args[0]))
-            : PlainOrdersApp.class.getResourceAsStream("/plain-app.properties")) {
+            : PlainOrdersApp.class.getResourceAsStream(resource)) {
             props.load(in);
         } catch (IOException error) {
             throw new UncheckedIOException("cannot read the app's settings", error);

@@ -13,7 +13,9 @@ import org.apache.kafka.common.MetricName;
  * The metrics every pod of a StreamsApp exposes for the operator (Contract 3), read from its {@link TaskSource}
  * at each scrape: {@code smoothscale_task_lag} and {@code smoothscale_task_changelog_end_offset} for every task
  * with local state (active or standby, summed over the task's stores), {@code smoothscale_task_process_rate}
- * for every active task, and {@code smoothscale_assignment_generation}, the generation this instance runs.
+ * for every active task, {@code smoothscale_assignment_generation}, the generation this instance runs, and
+ * {@code smoothscale_contract_version}, the contract version they follow ({@link PublicationCodec#CONTRACT_VERSION}:
+ * an operator of an older one refuses them, naming both versions).
  *
  * <p>The process rate is Kafka Streams' own task-level {@code process-rate} ({@code stream-task-metrics}),
  * which Kafka records only at {@code metrics.recording.level=DEBUG}: without it the gauge reports no task
@@ -24,6 +26,7 @@ public final class ContractMetrics {
     public static final String CHANGELOG_END_OFFSET = "smoothscale_task_changelog_end_offset";
     public static final String GENERATION = "smoothscale_assignment_generation";
     public static final String PROCESS_RATE = "smoothscale_task_process_rate";
+    public static final String CONTRACT_VERSION = "smoothscale_contract_version";
     public static final String TASK_LABEL = "task";
 
     ContractMetrics(TaskSource tasks, LongSupplier runningGeneration, PrometheusRegistry registry) {
@@ -50,6 +53,10 @@ public final class ContractMetrics {
                     callback.call(generation);
                 }
             })
+            .register(registry);
+        GaugeWithCallback.builder().name(CONTRACT_VERSION)
+            .help("The version of the smoothscale contract these metrics follow.")
+            .callback(callback -> callback.call(PublicationCodec.CONTRACT_VERSION))
             .register(registry);
     }
 

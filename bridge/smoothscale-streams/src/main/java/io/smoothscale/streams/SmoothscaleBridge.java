@@ -48,14 +48,17 @@ public final class SmoothscaleBridge implements AutoCloseable {
     private final PlanPatience planPatience = new PlanPatience();
     private final TopologyReport topologyReport = new TopologyReport(registry);
     private PublicationWatch watch;
-    private boolean closed;
+    private volatile boolean closed;
     private PublicationFollower follower;
     private MetricsEndpoint metrics;
     private TaskSource tasks;
     private ReportedClient reported;
     /** The app's Streams settings (from {@link #configure} or the reporter's): how a retiring pod's static members
      * leave the group when the bridge closes ({@link StaticMembersLeave}); null before either. */
-    private Map<?, ?> streamsSettings;
+    private volatile Map<?, ?> streamsSettings;
+    /** Takes a retiring pod's static members out of the group as soon as the JVM is told to stop (SIGTERM), in
+     * parallel with the app's close ({@link #leaveIfRetiring}). */
+    private final Thread leaveOnStop = new Thread(this::leaveIfRetiring, "smoothscale-leave-on-stop");
 
     /** A bridge with these settings; fails when the Kafka Streams on the classpath is older than 3.8. */
     public SmoothscaleBridge(BridgeSettings settings) {
@@ -216,6 +219,7 @@ public final class SmoothscaleBridge implements AutoCloseable {
             .callback(callback -> publications.publication().ifPresent(p -> callback.call(p.generation())))
             .register(registry);
         metrics = MetricsEndpoint.start(settings, registry);
+        Runtime.getRuntime().addShutdownHook(leaveOnStop);
         // The watch runs in a thread of its own, opening the API's access there (retried until it opens): the Kafka
         // Streams client joins its group meanwhile (a leader without a publication falls back to Kafka's
         // assignment; the pod reports a generation once it follows one).
@@ -308,6 +312,30 @@ public final class SmoothscaleBridge implements AutoCloseable {
             reported.detach(this);
         }
         if (retiring) {
+            leaveGroup();
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(leaveOnStop);
+        } catch (IllegalStateException stopping) {
+            // closed by the app's own shutdown hook: ours runs (or ran) too
+        }
+    }
+
+    /**
+     * On SIGTERM, a retiring pod's static members leave the group at once, not only once the app's close has
+     * finished ({@link #close}): a stream thread that sent a JoinGroup before it began to close waits for the
+     * response as it closes its consumer (up to the consumer's close timeout, 30 s), and that rebalance waits
+     * for the pod's other members, which no longer take part, until their sessions expire (45 s). A swap of
+     * every pod showed it: two retired pods' closes ran into the app's 30 s close timeout, the JVMs exited
+     * before the bridge closed, and a moved task went 90 s unprocessed. The retiring pod holds no task then
+     * (the operator deletes it only once Kafka has revoked them); the removal at close still runs, for a
+     * thread that rejoined meanwhile.
+     */
+    private void leaveIfRetiring() {
+        if (!closed && streamsSettings != null
+            && StaticMembersLeave.retiring(publications.publication(), settings.pod())) {
+            LOG.info("Pod {} is stopping and the plan gives it no task: its static members leave the group now",
+                settings.pod());
             leaveGroup();
         }
     }
