@@ -80,6 +80,9 @@ def test_min_traffic_puts_actives_in_their_partitions_zones_read_from_broker_rac
     # Partition p lives on node (p+1) % 3 + 1, so its zone is never the zone of pod p % 3.
     replicas = [[(p + 1) % 3 + 1] for p in range(6)]
     create_topic(kafka_racks.bootstrap_servers, "orders-input", 6, replicas=replicas)
+    # the store's changelog, as Kafka Streams creates it at the app's first rebalance (the fake pods do not):
+    # were it missing, its tasks' lags would be unknown and no active would move to its partition's zone
+    create_topic(kafka_racks.bootstrap_servers, "orders-counts-changelog", 6)
     partition_zone = {f"0_{p}": kafka_racks.rack(nodes[0]) for p, nodes in enumerate(replicas)}
     with run_operator():
         kube.apply(kafka_app(kafka_racks.bootstrap_servers, strategy="none"))
