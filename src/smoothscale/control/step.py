@@ -78,6 +78,7 @@ from .status import (
     degraded,
     leaving_pods,
 )
+from .unknownlags import sizes_with_unknown, without_unknown_lags
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ class KafkaView:
     status: KafkaStatus | None = None
     streams_assignors: Mapping[int, str | None] | None = None
     """Each broker's `group.streams.assignors` (read for apps on the streams protocol only)."""
+    unknown_lags: frozenset[str] = frozenset()
+    """Tasks whose changelog could not be read: their copies' lags are unknown (`unknownlags`)."""
 
 
 @dataclass(frozen=True)
@@ -337,7 +340,11 @@ def planner_snapshot(
 ) -> Snapshot:
     """The planner's input from one round's observations and the memory's changelog lengths and averaged
     processing rates: what the operator plans with, and what `explain` shows."""
-    end_offsets = changelog_sizes(dict(memory.end_offsets), kafka.changelog_offsets)
+    end_offsets = sizes_with_unknown(
+        changelog_sizes(dict(memory.end_offsets), kafka.changelog_offsets),
+        kafka.unknown_lags,
+        spec.assignment.acceptable_recovery_lag,
+    )
     return build_snapshot(spec, now, clients, published, end_offsets, memory.rates.means(), dict(kafka.racks))
 
 
@@ -705,7 +712,11 @@ def _plan(
 ) -> tuple[PlanningDecision, PlanRecord | None, PlanRequest | None, RoundMemory]:
     """Planning: the plan the last step asked for taken (when this observation brings it), then whether to
     plan; a plan wanted is asked for (`PlanRequest`), not made here."""
-    clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    clients = without_unknown_lags(
+        observed_clients(pods, seen.results, seen.zones, holders(published)),
+        published,
+        seen.kafka.unknown_lags,
+    )
     planned = None
     answer = seen.plan
     if answer is not None and answer.request == memory.requested:
