@@ -169,7 +169,7 @@ class Driver:
         partitions = {sub["id"]: self.partitions for sub in view["subtopologies"]}
         # As the operator does: each task's changelog size from the brokers' end offsets (`KafkaObserver`)
         owners = {topic: sub["id"] for sub in view["subtopologies"] for topic in sub["changelogTopics"]}
-        ends = read_end_offsets(self.admin, dict.fromkeys(owners, self.partitions), timeout=10)
+        ends, _ = read_end_offsets(self.admin, dict.fromkeys(owners, self.partitions), timeout=10)
         snapshot = streamsgroup.snapshot(
             view,
             now=datetime.now(UTC),

@@ -20,26 +20,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from versions_testkit import (
+    BEFORE_VERSIONS,
+    FIRST_VERSIONED,
+    FOLLOWED,
+    POD,
+    PUBLICATION,
+    later_operator,
+)
+
 from smoothscale.client import ClientConfig, StreamsClient, TaskListener
 from smoothscale.contract import names as contract
-from smoothscale.contract.publication import ClientAssignment, Publication
-from smoothscale.operator.appref import AppRef
-from smoothscale.operator.publish import build_assignment_configmap
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-FIRST_VERSIONED = "bb172b8d763de51bc06028b6f5a3fed398a7b8e5"
-"""The first commit whose readers follow versioned publications: the oldest release a later one must keep."""
-BEFORE_VERSIONS = "3edcfbf2619407188d5e9562ff4d810c4941c1c3"
-"""The last commit before versions: its operator wrote publications without one."""
-POD = "orders-1"
-PUBLICATION = Publication(
-    generation=3,
-    assignment={
-        "orders-0": ClientAssignment(active=["0_0", "0_2"], standby=["0_1"]),
-        POD: ClientAssignment(active=["0_1"], standby=["0_0"], warmup=["0_2"]),
-    },
-)
-FOLLOWED = {"0_1": "active", "0_0": "standby", "0_2": "warmup"}
 
 FOLLOW = """
 import json, logging, sys, time
@@ -119,17 +112,6 @@ def _mount(directory: Path, configmap: dict[str, Any]) -> Path:
     return directory
 
 
-def _later_operator(changes: dict[str, Any]) -> dict[str, Any]:
-    """This operator's ConfigMap for PUBLICATION, as a later release would write it: `changes` to the JSON."""
-    configmap = build_assignment_configmap(AppRef("shop", "orders", "uid-1"), PUBLICATION)
-    document = json.loads(gzip.decompress(base64.b64decode(configmap["binaryData"][contract.ASSIGNMENT_KEY])))
-    document.update(changes)
-    document["assignment"][POD]["pausedUntil"] = "a field of a pod's roles a later release adds"
-    raw = gzip.compress(json.dumps(document).encode(), mtime=0)
-    configmap["binaryData"][contract.ASSIGNMENT_KEY] = base64.b64encode(raw).decode()
-    return configmap
-
-
 def _follow_at_first_versioned(configmap: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cross-version-") as name:
         mounted = _mount(Path(name), configmap)
@@ -138,14 +120,14 @@ def _follow_at_first_versioned(configmap: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_first_versioned_client_follows_a_later_operator_that_adds_fields() -> None:
-    followed = _follow_at_first_versioned(_later_operator({"placementHints": {"orders-1": "zone-a"}}))
+    followed = _follow_at_first_versioned(later_operator({"placementHints": {"orders-1": "zone-a"}}))
     assert followed["said"] == []
     assert followed["generation"] == PUBLICATION.generation
     assert followed["roles"] == FOLLOWED
 
 
 def test_the_first_versioned_client_refuses_a_newer_contract_naming_both_versions() -> None:
-    refused = _follow_at_first_versioned(_later_operator({"version": 2}))
+    refused = _follow_at_first_versioned(later_operator({"version": 2}))
     assert refused["generation"] == 0 and refused["roles"] == {}
     assert any(
         "contract version 2" in line

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from op_testkit import NAMESPACE, Kubectl, actives, balanced, streamsapp, wait_for
 from token_endpoint import TokenEndpoint
 
+from smoothscale.operator.kafka.view import MISSING
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka.certs import server_certificate
@@ -78,6 +80,9 @@ def test_min_traffic_puts_actives_in_their_partitions_zones_read_from_broker_rac
     # Partition p lives on node (p+1) % 3 + 1, so its zone is never the zone of pod p % 3.
     replicas = [[(p + 1) % 3 + 1] for p in range(6)]
     create_topic(kafka_racks.bootstrap_servers, "orders-input", 6, replicas=replicas)
+    # the store's changelog, as Kafka Streams creates it at the app's first rebalance (the fake pods do not):
+    # were it missing, its tasks' lags would be unknown and no active would move to its partition's zone
+    create_topic(kafka_racks.bootstrap_servers, "orders-counts-changelog", 6)
     partition_zone = {f"0_{p}": kafka_racks.rack(nodes[0]) for p, nodes in enumerate(replicas)}
     with run_operator():
         kube.apply(kafka_app(kafka_racks.bootstrap_servers, strategy="none"))
@@ -126,11 +131,84 @@ def test_changelog_end_offsets_and_the_consumer_group_are_read(
     finally:
         member.close()
     assert kafka["changelogs"] == [
-        {"topic": "orders-counts-changelog", "subtopology": "0", "endOffsets": 105}
+        {"topic": "orders-counts-changelog", "subtopology": "0", "endOffsets": 105, "unreadable": None}
     ]
     assert read["groupId"] == "orders" and read["state"] == "Stable" and read["protocol"] == "range"
     assert [(m["clientId"], m["partitions"]) for m in read["members"]] == [("orders-t1", 6)]
     assert kube.condition("KafkaUnavailable")["status"] == "False"
+
+
+def test_a_deleted_changelog_is_named_on_the_app_and_the_others_are_still_read(
+    kafka_broker: KafkaCluster, kube: Kubectl, fake: MemoryRuntime, run_operator: OperatorFactory
+) -> None:
+    """One changelog topic deleted under the app: its tasks' lags become unknown (`unknownlags`), the other
+    changelogs are still read, and the app says which topic, why and what to do (`status.kafka.changelogs`,
+    a ChangelogUnreadable Warning); once the topic is back, a ChangelogsReadable Event."""
+    bootstrap = kafka_broker.bootstrap_servers
+    for topic in ("faults-counts-changelog", "faults-totals-changelog"):
+        create_topic(bootstrap, topic, 6)
+        produce(bootstrap, topic, dict.fromkeys(range(6), 3))
+    create_topic(bootstrap, "faults-input", 6)
+    app = kafka_app(bootstrap, topic="faults-input", applicationId="faults")
+    app["spec"]["topology"]["subtopologies"][0]["stores"] = ["counts", "totals"]
+
+    def changelogs() -> dict[str, dict[str, Any]]:
+        return {c["topic"]: c for c in (kube.status().get("kafka") or {}).get("changelogs") or []}
+
+    with run_operator():
+        kube.apply(app)
+        wait_for(lambda: len(changelogs()) == 2, timeout=30, what="both changelogs read")
+        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        admin.delete_topics(["faults-totals-changelog"], operation_timeout=20)[
+            "faults-totals-changelog"
+        ].result(30)
+        gone = wait_for(
+            lambda: (
+                MISSING in (changelogs().get("faults-totals-changelog", {}).get("unreadable") or "")
+                and changelogs()["faults-totals-changelog"]["unreadable"]
+            ),
+            timeout=30,
+            what="the deleted changelog named on the app",
+        )
+        read = changelogs()["faults-counts-changelog"]
+        warnings = wait_for(
+            lambda: [m for t, r, m in kube.events() if (t, r) == ("Warning", "ChangelogUnreadable")],
+            timeout=10,
+            what="a ChangelogUnreadable Event",
+        )
+        wait_for(lambda: recreated(bootstrap, "faults-totals-changelog"), timeout=30, what="the topic back")
+        wait_for(
+            lambda: changelogs().get("faults-totals-changelog", {"unreadable": 1})["unreadable"] is None,
+            timeout=30,
+            what="the changelog readable again",
+        )
+        wait_for(
+            lambda: "ChangelogsReadable" in kube.reasons(), timeout=10, what="a ChangelogsReadable Event"
+        )
+    assert gone.startswith(
+        "changelog topic faults-totals-changelog (subtopology 0) does not exist: its tasks' copies' lags are "
+        "unknown, so none of them moves to another pod until it can be read; Kafka Streams creates"
+    )
+    assert read == {
+        "topic": "faults-counts-changelog",
+        "subtopology": "0",
+        "endOffsets": 18,
+        "unreadable": None,
+    }
+    # once per change, not per read (while the deletion was under way the topic may have been listed, its
+    # offsets refused: the Warning then says it cannot be read)
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "changelog topic faults-totals-changelog (subtopology 0) "
+    )
+
+
+def recreated(bootstrap: str, topic: str) -> bool:
+    """Whether `topic` could be created (not while its deletion is still under way)."""
+    try:
+        create_topic(bootstrap, topic, 6)
+    except KafkaException:
+        return False
+    return True
 
 
 def test_an_unreachable_bootstrap_address_is_named_and_planning_goes_on(

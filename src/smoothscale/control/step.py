@@ -79,6 +79,7 @@ from .status import (
     degraded,
     leaving_pods,
 )
+from .unknownlags import sizes_with_unknown, without_unknown_lags
 
 Planner = Callable[[Snapshot], Plan]
 
@@ -95,6 +96,8 @@ class KafkaView:
     status: KafkaStatus | None = None
     streams_assignors: Mapping[int, str | None] | None = None
     """Each broker's `group.streams.assignors` (read for apps on the streams protocol only)."""
+    unknown_lags: frozenset[str] = frozenset()
+    """Tasks whose changelog could not be read: their copies' lags are unknown (`unknownlags`)."""
 
 
 @dataclass(frozen=True)
@@ -301,7 +304,11 @@ def planner_snapshot(
 ) -> Snapshot:
     """The planner's input from one round's observations and the memory's changelog lengths and averaged
     processing rates: what the operator plans with, and what `explain` shows."""
-    end_offsets = changelog_sizes(dict(memory.end_offsets), kafka.changelog_offsets)
+    end_offsets = sizes_with_unknown(
+        changelog_sizes(dict(memory.end_offsets), kafka.changelog_offsets),
+        kafka.unknown_lags,
+        spec.assignment.acceptable_recovery_lag,
+    )
     return build_snapshot(spec, now, clients, published, end_offsets, memory.rates.means(), dict(kafka.racks))
 
 
@@ -643,7 +650,11 @@ def _plan(
     config: RoundConfig,
     planner: Planner,
 ) -> tuple[PlanningDecision, PlanRecord | None, RoundMemory]:
-    clients = observed_clients(pods, seen.results, seen.zones, holders(published))
+    clients = without_unknown_lags(
+        observed_clients(pods, seen.results, seen.zones, holders(published)),
+        published,
+        seen.kafka.unknown_lags,
+    )
     staying = [p for p in pods if not (p.is_leaving or p.deleting or p.stopped)]
     decision = decide_planning(
         PlanningInput(

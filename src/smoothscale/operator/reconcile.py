@@ -208,7 +208,7 @@ class AppReconciler:
             read = self.configmap = await self._load(now)
         working = control_step.working_spec(self.memory, spec)
         topology = control_step.kafka_topology(self.memory, spec, self.app.name)
-        self.report.post(self.kafka.poll(topology, self.publication))
+        self.report.post(self.kafka.poll(topology, self.publication, self.memory.app_report.topology))
         facts = self.kafka.facts
         urls: Mapping[str, str] = {}
         results: Mapping[str, ScrapeResult] = {}
@@ -246,6 +246,7 @@ class AppReconciler:
                 read_once=self.kafka.read_once,
                 status=facts.status,
                 streams_assignors=facts.streams_assignors,
+                unknown_lags=facts.unknown_lags,
             ),
             urls=urls,
         )

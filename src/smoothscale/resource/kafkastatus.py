@@ -18,10 +18,18 @@ __all__ = ["ChangelogStatus", "ConsumerGroupMember", "ConsumerGroupStatus", "Kaf
 class ChangelogStatus(StatusModel):
     """One changelog topic of the app, as last read."""
 
-    topic: str = Field(description="The topic, <applicationId>-<store>-changelog.")
+    topic: str = Field(
+        description="The topic: <applicationId>-<store>-changelog, or the source topic a KTable restores "
+        "from under topology.optimization."
+    )
     subtopology: str = Field(description="The subtopology whose tasks it belongs to.")
     end_offsets: int = Field(
         0, ge=0, description="Sum of its partitions' end offsets: the records a task restores from scratch."
+    )
+    unreadable: str | None = Field(
+        None,
+        description="Why its end offsets could not be read and what to do: its tasks' lags are then unknown "
+        "and none of them moves to another pod.",
     )
 
 

@@ -11,12 +11,14 @@ Normal one when Kafka answers again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from smoothscale.contract.publication import Publication
 from smoothscale.control.events import AppEvent, EventType
+from smoothscale.control.observed import LearnedSubtopology
 from smoothscale.resource import GroupProtocol, KafkaSpec, StreamsAppSpec
 from smoothscale.resource.durations import parse_duration
 
@@ -26,7 +28,9 @@ from . import plans
 from .reader import KafkaReadError, read_cluster
 from .secret import read_secret
 from .settings import KafkaSettingsError, client_config
-from .view import KafkaFacts, facts
+from .view import KafkaFacts, expected_changelogs, facts
+
+log = logging.getLogger(__name__)
 
 _CALLS_PER_READ = 7
 """AdminClient requests in one read, one after another: the bound of a whole read is this many timeouts."""
@@ -38,6 +42,7 @@ class _Request:
     spec: StreamsAppSpec
     started: datetime
     published: Publication | None
+    learned: Sequence[LearnedSubtopology] | None
 
 
 class KafkaObserver:
@@ -60,10 +65,16 @@ class KafkaObserver:
         """`spec.kafka` is set and no read has finished yet: the first plan waits for it."""
         return self._kafka is not None and not self.read_once
 
-    def poll(self, spec: StreamsAppSpec | None, published: Publication | None = None) -> list[AppEvent]:
+    def poll(
+        self,
+        spec: StreamsAppSpec | None,
+        published: Publication | None = None,
+        learned: Sequence[LearnedSubtopology] | None = None,
+    ) -> list[AppEvent]:
         """Collect a finished read, start the next one when due; returns the Events to post. Never waits.
         `published`: the plan in force (an app on the streams protocol: the read checks the group's target
-        assignment against it)."""
+        assignment against it); `learned`: the topology the app reports, whose changelog topics are read
+        whatever their names."""
         events = self._collect()
         kafka = spec.kafka if spec is not None else None
         if kafka != self._kafka:
@@ -77,7 +88,7 @@ class KafkaObserver:
         now = self._clock()
         if self._next_read is None or now >= self._next_read:
             self._next_read = now + timedelta(seconds=parse_duration(kafka.refresh_interval))
-            self._task = asyncio.create_task(self._read(_Request(kafka, spec, now, published)))
+            self._task = asyncio.create_task(self._read(_Request(kafka, spec, now, published, learned)))
         return events
 
     def close(self) -> None:
@@ -96,13 +107,17 @@ class KafkaObserver:
         before = self.problem
         self.read_once = True
         error = task.exception()
+        events: list[AppEvent] = []
         if error is None:
-            self.facts, self.problem = task.result(), None
+            read = task.result()
+            before_read = self.facts.unreadable_changelogs
+            events = changelog_events(self.app.name, before_read, read.unreadable_changelogs)
+            self.facts, self.problem = read, None
         elif isinstance(error, KafkaReadError):
             self.problem = error
         else:
             self.problem = KafkaReadError("KafkaReadFailed", f"reading Kafka failed: {error!r}")
-        return availability_events(before, self.problem, self._kafka)
+        return [*events, *availability_events(before, self.problem, self._kafka)]
 
     async def _client_config(self, kafka: KafkaSpec) -> dict[str, str]:
         try:
@@ -127,6 +142,7 @@ class KafkaObserver:
         application_id = kafka.application_id or self.app.name
         inputs = [topic for sub in request.spec.topology.subtopologies for topic in sub.input_topics]
         timeout = parse_duration(kafka.timeout)
+        expected = expected_changelogs(request.spec, application_id, request.learned)
         read = asyncio.to_thread(
             read_cluster,
             config,
@@ -136,6 +152,7 @@ class KafkaObserver:
             now=request.started,
             streams_protocol=kafka.group_protocol is GroupProtocol.STREAMS,
             published=request.published,
+            changelogs=expected,
         )
         try:
             view = await asyncio.wait_for(read, timeout * _CALLS_PER_READ + 5)
@@ -144,7 +161,7 @@ class KafkaObserver:
                 f"no complete answer from Kafka at {kafka.bootstrap_servers} within {kafka.timeout} per call"
             )
             raise KafkaReadError("KafkaUnreachable", message) from error
-        return facts(request.spec, application_id, view)
+        return facts(request.spec, application_id, view, expected)
 
 
 def availability_events(
@@ -161,3 +178,15 @@ def availability_events(
             AppEvent(EventType.NORMAL, "KafkaAvailable", f"Kafka at {kafka.bootstrap_servers} answers again")
         ]
     return []
+
+
+def changelog_events(app: str, before: Mapping[str, str], after: Mapping[str, str]) -> list[AppEvent]:
+    """A Warning (and a WARNING line in the log) naming each changelog topic that can no longer be read, why
+    and what to do; a Normal Event when every one can be read again. Once per change, not per read."""
+    if set(after) == set(before):
+        return []
+    if not after:
+        return [AppEvent(EventType.NORMAL, "ChangelogsReadable", "every changelog topic can be read again")]
+    message = "; ".join(after[topic] for topic in sorted(after))
+    log.warning("app %s: %s", app, message)
+    return [AppEvent(EventType.WARNING, "ChangelogUnreadable", message)]

@@ -14,7 +14,7 @@ names what failed: the bootstrap servers that could not be reached, the user who
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -34,7 +34,7 @@ from smoothscale.control.streamsassignor import loads_plugin
 from .groupviews import read_group_view
 from .plans import request_assignment
 from .streamsgroup import targets
-from .view import ClusterView, GroupMemberView, GroupView, changelog_store
+from .view import MISSING, ClusterView, GroupMemberView, GroupView, changelog_store
 
 _AUTHENTICATION = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 _NO_GROUP_YET = {
@@ -70,8 +70,10 @@ def read_cluster(
     now: datetime,
     streams_protocol: bool = False,
     published: Publication | None = None,
+    changelogs: Collection[str] = (),
 ) -> ClusterView:
-    """Brokers and racks, the input topics' replicas, the changelogs' end offsets and the group. For an app
+    """Brokers and racks, the input topics' replicas, the changelogs' end offsets and the group; `changelogs`:
+    the app's changelog topics as its topology names them (the ones missing are unreadable). For an app
     on `group.protocol=streams` (`streams_protocol`) the group is the streams group as the broker plugin
     published it (`groupviews`), with every broker's `group.streams.assignors`; when the group's target
     assignment is not the `published` plan, the coordinator is asked for a new one (`targets`)."""
@@ -89,7 +91,9 @@ def read_cluster(
             "KafkaConfigInvalid", f"the Kafka client rejects its settings: {error}"
         ) from error
     try:
-        view = _read(admin, application_id, input_topics, timeout, now, classic_group=not streams_protocol)
+        view = _read(
+            admin, application_id, input_topics, changelogs, timeout, now, classic_group=not streams_protocol
+        )
         if streams_protocol:
             assignors = _streams_assignors(admin, view.brokers, timeout)
             group = None
@@ -114,6 +118,7 @@ def _read(
     admin: AdminClient,
     application_id: str,
     input_topics: Sequence[str],
+    expected: Collection[str],
     timeout: float,
     now: datetime,
     *,
@@ -129,12 +134,16 @@ def _read(
         for topic, future in described.items():
             partitions = sorted(future.result(timeout=timeout + 1).partitions, key=lambda p: p.id)
             replicas[topic] = [[node.id for node in partition.replicas] for partition in partitions]
-    changelogs = {
-        topic: len(found.partitions)
-        for topic, found in metadata.topics.items()
-        if changelog_store(application_id, topic) is not None
-    }
-    end_offsets = read_end_offsets(admin, changelogs, timeout)
+    unreadable = {topic: MISSING for topic in expected if topic not in metadata.topics}
+    changelogs: dict[str, int] = {}
+    for topic, found in metadata.topics.items():
+        if topic in expected or changelog_store(application_id, topic) is not None:
+            if found.error is not None:
+                unreadable[topic] = f"cannot be described: {found.error.str()}"
+            else:
+                changelogs[topic] = len(found.partitions)
+    end_offsets, failed = read_end_offsets(admin, changelogs, timeout)
+    unreadable.update(failed)
     return ClusterView(
         read_at=now,
         brokers=brokers,
@@ -142,24 +151,41 @@ def _read(
         end_offsets=end_offsets,
         group=_group(admin, application_id, timeout) if classic_group else None,
         partitions={topic: len(found.partitions) for topic, found in metadata.topics.items()},
+        unreadable=unreadable,
     )
 
 
 def read_end_offsets(
     admin: AdminClient, partitions: Mapping[str, int], timeout: float
-) -> dict[str, list[int]]:
-    """Each topic's end offset per partition (`partitions`: topic -> how many), the broker's word."""
+) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """Each topic's end offset per partition (`partitions`: topic -> how many), the broker's word; and the
+    topics some partition of which could not be read, with Kafka's error. One topic's failure (deleted since
+    the metadata was read, no leader, not authorized) leaves the others' offsets read."""
     if not partitions:
-        return {}
+        return {}, {}
     wanted = {
         TopicPartition(topic, partition): OffsetSpec.latest()  # type: ignore[no-untyped-call]
         for topic, count in partitions.items()
         for partition in range(count)
     }
     offsets = {topic: [0] * count for topic, count in partitions.items()}
+    failed: dict[str, str] = {}
     for partition, future in admin.list_offsets(wanted, request_timeout=timeout).items():
-        offsets[partition.topic][partition.partition] = future.result(timeout=timeout + 1).offset
-    return offsets
+        try:
+            offsets[partition.topic][partition.partition] = future.result(timeout=timeout + 1).offset
+        except KafkaException as error:
+            if not _per_partition(error):
+                raise
+            failed.setdefault(partition.topic, f"cannot be read: {error.args[0].str()}")
+    return {topic: ends for topic, ends in offsets.items() if topic not in failed}, failed
+
+
+def _per_partition(error: KafkaException) -> bool:
+    """Whether a partition's ListOffsets error is the partition's own, not the cluster's (unreachable, no
+    answer, a refused login: the whole read fails and says so)."""
+    code = error.args[0].code() if error.args and isinstance(error.args[0], KafkaError) else None
+    cluster = {*_AUTHENTICATION, *_UNREACHABLE, KafkaError._SSL, KafkaError._TIMED_OUT}
+    return code is not None and code not in cluster
 
 
 def _streams_assignors(admin: AdminClient, brokers: Iterable[int], timeout: float) -> dict[int, str | None]:

@@ -12,6 +12,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,6 +28,11 @@ import org.slf4j.LoggerFactory;
  * the server ends it, lists again when that version has expired (410 Gone), and retries with a growing pause
  * (at most 5 s) while the API server is away. Events for any other object are ignored, in case an API server
  * does not honour the field selector.
+ *
+ * <p>The access itself (the service account's CA and token, or the kubeconfig) is opened in the same loop, so
+ * that files not readable yet (a projected volume not written yet, a token being rotated) are tried again with
+ * the same pause instead of leaving the pod on Kafka's own assignment for good; until they are, the reading
+ * is that error (the assignor falls back and says why).
  */
 public final class PublicationWatch implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PublicationWatch.class);
@@ -37,7 +43,10 @@ public final class PublicationWatch implements AutoCloseable {
     private static final long FIRST_RETRY_MILLIS = 200;
     private static final long MAX_RETRY_MILLIS = 5_000;
 
-    private final KubernetesAccess api;
+    private final Supplier<KubernetesAccess> access;
+    private KubernetesAccess api;
+    /** Whether the access could not be opened since the last list: the reading is that error. */
+    private boolean accessFailed;
     private final String namespace;
     private final String name;
     private final LatestPublication latest;
@@ -48,7 +57,12 @@ public final class PublicationWatch implements AutoCloseable {
     private boolean present;
 
     PublicationWatch(KubernetesAccess api, String namespace, String name, LatestPublication latest) {
-        this.api = api;
+        this(() -> api, namespace, name, latest);
+    }
+
+    /** {@code access} is asked again after every failure to open it, until it gives one. */
+    PublicationWatch(Supplier<KubernetesAccess> access, String namespace, String name, LatestPublication latest) {
+        this.access = access;
         this.namespace = namespace;
         this.name = name;
         this.latest = latest;
@@ -63,6 +77,7 @@ public final class PublicationWatch implements AutoCloseable {
         long retry = FIRST_RETRY_MILLIS;
         while (!closed) {
             try {
+                open();
                 String version = list();
                 retry = FIRST_RETRY_MILLIS;
                 while (!closed && version != null) {
@@ -83,6 +98,20 @@ public final class PublicationWatch implements AutoCloseable {
             } catch (InterruptedException interrupted) {
                 return;
             }
+        }
+    }
+
+    /** The API's access, opened once: a failure is the reading (the assignor falls back on it) and is retried. */
+    private void open() {
+        if (api != null) {
+            return;
+        }
+        try {
+            api = access.get();
+        } catch (RuntimeException error) {
+            accessFailed = true;
+            latest.reject("cannot reach the Kubernetes API for ConfigMap " + namespace + "/" + name + ": " + error);
+            throw error;
         }
     }
 
@@ -116,6 +145,7 @@ public final class PublicationWatch implements AutoCloseable {
         if (!found) {
             gone();
         }
+        accessFailed = false;
         return body.path("metadata").path("resourceVersion").asText("");
     }
 
@@ -175,6 +205,8 @@ public final class PublicationWatch implements AutoCloseable {
         if (present) {
             LOG.warn("Assignment ConfigMap {}/{} was deleted", namespace, name);
             latest.reject("ConfigMap " + namespace + "/" + name + " was deleted");
+        } else if (accessFailed) {
+            latest.accept(Publication.NOTHING);  // the API answers at last: the access error no longer holds
         } else {
             latest.acceptIfNone(Publication.NOTHING);
         }

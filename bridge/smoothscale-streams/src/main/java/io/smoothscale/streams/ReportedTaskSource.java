@@ -6,6 +6,7 @@ import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -23,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * ({@link ReportedTasks}), for an app that adopts smoothscale by configuration alone. The changelogs' end
  * offsets, which no metric gives, come from the bridge's own admin client (the app's Streams settings, its
  * {@code admin.}-prefixed ones included), asked at most every half second for the changelog partitions of the
- * tasks the pod holds.
+ * tasks the pod holds; a topic that cannot be read (deleted, not authorized) leaves the others read and its own
+ * ends unknown, with a WARN naming it.
  */
 final class ReportedTaskSource implements TaskSource {
     private static final Logger LOG = LoggerFactory.getLogger(ReportedTaskSource.class);
@@ -38,6 +40,8 @@ final class ReportedTaskSource implements TaskSource {
     private Map<String, Integer> subtopologyOfStore = Map.of();
     private final Map<TopicPartition, Long> endOffsets = new HashMap<>();
     private Map<String, TaskStates.TaskState> snapshot = Map.of();
+    /** The changelog topics whose end offsets could not be read last time (logged when they change). */
+    private Set<String> unreadable = Set.of();
     private long snapshotAtNanos;
 
     ReportedTaskSource(ReportedClient client, Map<String, ?> streamsConfigs) {
@@ -87,7 +91,7 @@ final class ReportedTaskSource implements TaskSource {
 
     private void refreshEndOffsets(Map<MetricName, Object> values, Map<String, Integer> stores) {
         Set<TopicPartition> wanted = new HashSet<>();
-        ReportedTasks.taskStates(values, client.lastRoles(), applicationId, stores, Map.of()).keySet()
+        ReportedTasks.roles(values, client.lastRoles()).keySet()
             .forEach(task -> wanted.addAll(ReportedTasks.changelogPartitions(task, applicationId, stores)));
         endOffsets.keySet().retainAll(wanted);
         if (wanted.isEmpty()) {
@@ -95,17 +99,36 @@ final class ReportedTaskSource implements TaskSource {
         }
         Map<TopicPartition, OffsetSpec> request = new HashMap<>();
         wanted.forEach(partition -> request.put(partition, OffsetSpec.latest()));
+        Map<String, String> failed = new TreeMap<>();
         try {
             if (admin == null) {
                 admin = Admin.create(adminConfigs);
             }
             ListOffsetsResult result = admin.listOffsets(request);
-            result.all().get(END_OFFSETS_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
-                .forEach((partition, info) -> endOffsets.put(partition, info.offset()));
-        } catch (ExecutionException | TimeoutException | RuntimeException error) {
-            LOG.debug("Cannot read the changelogs' end offsets (the last ones read stay): {}", error.toString());
+            long deadline = System.nanoTime() + END_OFFSETS_TIMEOUT.toNanos();
+            for (TopicPartition partition : wanted) {
+                try {
+                    long left = Math.max(0, deadline - System.nanoTime());
+                    endOffsets.put(partition, result.partitionResult(partition).get(left, TimeUnit.NANOSECONDS).offset());
+                } catch (ExecutionException error) {
+                    // this topic's own failure (deleted, not authorized, no leader): the others are still read,
+                    // and its partitions' ends are unknown rather than the last ones read
+                    endOffsets.remove(partition);
+                    failed.putIfAbsent(partition.topic(), String.valueOf(error.getCause()));
+                }
+            }
+        } catch (TimeoutException | RuntimeException error) {
+            LOG.warn("Cannot read the changelogs' end offsets (the last ones read stay): {}", error.toString());
         } catch (InterruptedException error) {
             Thread.currentThread().interrupt();
+        }
+        if (!failed.keySet().equals(unreadable)) {
+            unreadable = Set.copyOf(failed.keySet());
+            if (!failed.isEmpty()) {
+                LOG.warn("Cannot read the end offsets of changelog topics {}: the lags of this pod's standbys of their "
+                    + "tasks are unknown and not reported until they can be read (a deleted changelog is created again "
+                    + "at a rebalance; a refused one needs Describe for the app's principal)", failed);
+            }
         }
     }
 

@@ -39,7 +39,9 @@ import org.apache.kafka.streams.errors.TaskIdFormatException;
  *   <li>a standby's lag: the restore consumer's {@code records-lag} ({@code consumer-fetch-manager-metrics},
  *       tags {@code topic}, {@code partition}) of each of the task's changelog partitions
  *       {@code <application.id>-<store>-changelog}, {@code p}; until its first fetch, the changelog's end
- *       offset (nothing restored assumed). There is no per-task remaining-records metric for standbys.</li>
+ *       offset (nothing restored assumed), and while that end could not be read either (the topic deleted, not
+ *       readable) the lag is unknown and the task is not reported: an unknown lag read as 0 would pass a copy
+ *       that holds nothing for caught up. There is no per-task remaining-records metric for standbys.</li>
  *   <li>an active task's lag: 0 once the client is RUNNING (Kafka Streams leaves REBALANCING only when every
  *       active task has restored); before, {@code restore-remaining-records-total}, which Kafka sets to the
  *       records to restore and lowers as they are restored.</li>
@@ -180,12 +182,18 @@ final class ReportedTasks {
             }
             long end = 0;
             long lag = 0;
+            boolean known = true;
             for (TopicPartition changelog : changelogs) {
-                long partitionEnd = endOffsets.getOrDefault(changelog, 0L);
-                end += partitionEnd;
+                Long partitionEnd = endOffsets.get(changelog);
+                end += partitionEnd == null ? 0 : partitionEnd;
                 if (!active.contains(task)) {
-                    lag += fetchLags.getOrDefault(changelog, partitionEnd);
+                    Long fetched = fetchLags.get(changelog);
+                    known &= fetched != null || partitionEnd != null;
+                    lag += fetched != null ? fetched : partitionEnd != null ? partitionEnd : 0;
                 }
+            }
+            if (!known) {
+                continue;  // neither fetched nor its end read: its lag is unknown, never 0 (not reported)
             }
             if (active.contains(task) && !running) {
                 lag = remaining.getOrDefault(task, 0L);

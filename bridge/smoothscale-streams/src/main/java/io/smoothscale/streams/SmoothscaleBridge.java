@@ -220,9 +220,10 @@ public final class SmoothscaleBridge implements AutoCloseable {
             .register(registry);
         metrics = MetricsEndpoint.start(settings, registry);
         Runtime.getRuntime().addShutdownHook(leaveOnStop);
-        // The watch starts in a thread of its own: the Kafka Streams client joins its group meanwhile (a leader
-        // without a publication falls back to Kafka's assignment; the pod reports a generation once it follows one).
-        daemon("smoothscale-watch-start", this::watchAssignment);
+        // The watch runs in a thread of its own, opening the API's access there (retried until it opens): the Kafka
+        // Streams client joins its group meanwhile (a leader without a publication falls back to Kafka's
+        // assignment; the pod reports a generation once it follows one).
+        watch = new PublicationWatch(this::kubernetesAccess, settings.namespace(), settings.configMap(), publications);
         follower.start();
         LOG.info("smoothscale bridge for pod {} follows ConfigMap {}; metrics on {}", settings.pod(),
             configMapName(), metrics.describe());
@@ -234,20 +235,10 @@ public final class SmoothscaleBridge implements AutoCloseable {
         thread.start();
     }
 
-    private void watchAssignment() {
-        try {
-            KubernetesAccess api = settings.kubeconfig().map(KubernetesAccess::fromKubeconfig)
-                .orElseGet(() -> KubernetesAccess.inCluster(System.getenv(), KubernetesAccess.SERVICE_ACCOUNT));
-            synchronized (this) {
-                if (!closed) {
-                    watch = new PublicationWatch(api, settings.namespace(), settings.configMap(), publications);
-                }
-            }
-        } catch (RuntimeException error) {
-            LOG.error("Cannot watch ConfigMap {}: every rebalance falls back to Kafka's own assignment",
-                configMapName(), error);
-            publications.reject("cannot watch " + configMapName() + ": " + error);
-        }
+    /** The pod's way to the API server: the kubeconfig the settings name, else the pod's service account. */
+    private KubernetesAccess kubernetesAccess() {
+        return settings.kubeconfig().map(KubernetesAccess::fromKubeconfig)
+            .orElseGet(() -> KubernetesAccess.inCluster(System.getenv(), KubernetesAccess.SERVICE_ACCOUNT));
     }
 
     public LatestPublication publications() {

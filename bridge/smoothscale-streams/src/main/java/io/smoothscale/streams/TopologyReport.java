@@ -55,9 +55,11 @@ public final class TopologyReport {
             SortedSet<String> inputs = new TreeSet<>(before.inputTopics());
             SortedSet<String> changelogs = new TreeSet<>(before.changelogTopics());
             for (TaskTopicPartition partition : task.topicPartitions()) {
+                // both at once under topology.optimization=all: a KTable's source topic is its changelog
                 if (partition.isChangelog()) {
                     changelogs.add(partition.topicPartition().topic());
-                } else if (partition.isSource()) {
+                }
+                if (partition.isSource()) {
                     inputs.add(partition.topicPartition().topic());
                 }
             }

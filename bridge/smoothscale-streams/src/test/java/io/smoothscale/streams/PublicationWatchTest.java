@@ -157,4 +157,30 @@ class PublicationWatchTest {
             watch.close();
         }
     }
+
+    @Test
+    void anAccessNotReadableYetIsTriedAgainUntilItIs(@TempDir Path later) throws Exception {
+        // the pod's files are not readable at first (a projected volume not written yet, a token being rotated):
+        // the reading is that error, the assignor falls back meanwhile, and the watch starts once they are
+        Path pending = later.resolve("kubeconfig");
+        Path token = kubeconfig.resolveSibling("token");
+        Files.delete(token);
+        LatestPublication latest = new LatestPublication();
+        PublicationWatch watch = new PublicationWatch(() -> KubernetesAccess.fromKubeconfig(pending), "shop",
+            "orders-assignment", latest);
+        try {
+            waitFor(() -> latest.reading().error().isPresent(), "the access error");
+            assertTrue(latest.reading().error().get().startsWith(
+                "cannot reach the Kubernetes API for ConfigMap shop/orders-assignment"), latest.reading().error().get());
+            Files.writeString(pending, Files.readString(kubeconfig).replace("\"token\"", "\"" + token + "\""));
+            Thread.sleep(300);  // the kubeconfig opens; every request fails on the token file
+            assertTrue(requests.isEmpty(), requests.toString());
+            Files.writeString(token, "secret-1\n");
+            waitFor(() -> latest.publication().isPresent(), "the publication once the token is readable");
+            assertEquals(0, generation(latest));
+        } finally {
+            watch.close();
+        }
+        assertTrue(requests.stream().allMatch(request -> request.startsWith("Bearer secret-1 ")), requests.toString());
+    }
 }

@@ -145,6 +145,20 @@ class ReportedTasksTest {
     }
 
     @Test
+    void aStandbyNeitherFetchedNorWithItsChangelogsEndReadHasAnUnknownLagNotZero() {
+        // orders-latest-changelog deleted (or not readable): its end could not be read, and 2_3 has fetched
+        // nothing of it; read as 0, its lag would make a copy that holds nothing look caught up
+        Map<String, Integer> stores = StoreSubtopologies.parse(topology().describe().toString());
+        Map<TopicPartition, Long> ends = Map.of(new TopicPartition("orders-counts-changelog", 0), 100L,
+            new TopicPartition("orders-counts-changelog", 2), 30L, new TopicPartition("orders-counts-changelog", 3), 8L);
+        Map<String, TaskStates.TaskState> states = ReportedTasks.taskStates(reported("RUNNING"), Map.of(), "orders", stores, ends);
+        assertEquals(Map.of(
+            "2_0", new TaskStates.TaskState(0, 100),   // the active runs: caught up whatever the ends
+            "2_2", new TaskStates.TaskState(12, 30)),  // both of its stores fetched: their lags are known
+            states, "2_3 is not reported: its lag is unknown");
+    }
+
+    @Test
     void aReporterKeepsTheStreamsGroupsAndTheConsumersPartitionLagsOnly() {
         assertTrue(ReportedTasks.wanted(task(ReportedTasks.ACTIVE_MARKER, "1_0")));
         assertTrue(ReportedTasks.wanted(fetchLag("t", 0)));
