@@ -1,0 +1,105 @@
+"""Releases side by side under running apps (issue 34): the previous release's client library in every pod
+under this operator, and this client library under the previous release's operator, each through a
+scale-out and a host swap with real worker processes, the emulated API server and the usual invariants (no
+task processed on two pods at once, no task unprocessed beyond a planned move's bound, every task once in the
+last publication).
+
+"Previous" is `FIRST_VERSIONED` (tests/contract/test_cross_version.py): the first commit on main whose
+publications carry a contract version and whose readers accept what they do not know. It is the oldest
+release a later one must keep working with; the commit before it refuses any added field by design (the
+fault issue 34 fixed), so pairing with it would test nothing a release can promise. Each side's packages are
+that commit's, extracted by `benchmarks/baseline_tree.py` and put first on the PYTHONPATH of the processes
+that run them (the workers, or the operator); the rest of the sandbox is this checkout's."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from sandbox_e2e_kit import PLANNED_MOVE_BOUND, Run
+
+from smoothscale.sandbox.addresses import random_block
+from smoothscale.sandbox.demo import APP, worker_env
+from smoothscale.sandbox.harness import Sandbox
+
+pytestmark = pytest.mark.slow
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+PREVIOUS = "bb172b8d763de51bc06028b6f5a3fed398a7b8e5"
+"""The first commit with versioned publications (see the module docstring); pinned, never a moving ref."""
+PACKAGES = {
+    "assignor": "__init__.py",
+    "cli": "__init__.py",
+    "client": "client.py",
+    "contract": "configmap.py",
+    "control": "step.py",
+    "operator": "__init__.py",
+    "resource": "__init__.py",
+    "sandbox": "worker.py",
+}
+"""PREVIOUS's packages a process of that release runs (package -> a file of it): a pod is the sample worker
+of that release on its client library and contract, the operator that release's operator; the same set
+serves both (the first try with only the client library and contract failed on this checkout's worker
+command, which reads names that release did not have: the worker is the pod's app and goes with it)."""
+
+
+def _baseline() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "baseline_tree", REPOSITORY / "benchmarks" / "baseline_tree.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _previous_path(packages: dict[str, str]) -> str:
+    """A PYTHONPATH importing PREVIOUS's copy of each of `packages` first, this checkout's code after."""
+    baseline = _baseline()
+    roots = [
+        str(baseline.baseline_tree(PREVIOUS, package, sentinel)[1]) for package, sentinel in packages.items()
+    ]
+    return os.pathsep.join([*roots, str(REPOSITORY / "src")])
+
+
+def _scale_out_and_swap(sandbox: Sandbox) -> None:
+    run = Run(sandbox)
+    before = {pod.revision for pod in run.start(replicas=2).pods}
+    out = run.step("scale-out", PLANNED_MOVE_BOUND, lambda: sandbox.patch_app(APP, {"spec": {"replicas": 3}}))
+    assert len(out.pods) == 3
+    template = {"spec": {"containers": [{"name": "app", "image": "example/orders:2"}]}}
+    swapped = run.step(
+        "swap", PLANNED_MOVE_BOUND, lambda: sandbox.patch_app(APP, {"spec": {"template": template}})
+    )
+    assert before.isdisjoint(pod.revision for pod in swapped.pods)
+    run.finish(swapped)
+
+
+def _environ(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
+
+
+def test_previous_client_library_under_this_operator(tmp_path: Path) -> None:
+    previous = _previous_path(PACKAGES)
+    with Sandbox(
+        tmp_path, worker_env={**worker_env(speed=2.0), "PYTHONPATH": previous}, first_address=random_block()
+    ) as sandbox:
+        _scale_out_and_swap(sandbox)
+
+
+def test_this_client_library_under_the_previous_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", _previous_path(PACKAGES))
+    this = os.pathsep.join([str(REPOSITORY / "src"), os.environ.get("PYTHONPATH", "")])
+    with Sandbox(
+        tmp_path, worker_env={**worker_env(speed=2.0), "PYTHONPATH": this}, first_address=random_block()
+    ) as sandbox:
+        operator = sandbox.operator
+        assert operator is not None
+        assert _environ(operator.pid)["PYTHONPATH"].startswith(str(REPOSITORY / ".cache"))
+        _scale_out_and_swap(sandbox)
