@@ -309,7 +309,7 @@ class AppReconciler:
         """
         read = self._pods_read
         if read is not None and read.events == self._pod_events and now - read.at < self.pods_recheck:
-            return read.pods  # the very same value: the step's comparison with the last round is by identity
+            return read.pods  # nothing listed, nothing changed: the round may be skipped (`Stepped.repeats`)
         events = self._pod_events  # an event arriving while the list is under way: listed again next round
         pods = tuple(await self._list_pods())
         self._pods_read = _PodsRead(pods, events, now)
