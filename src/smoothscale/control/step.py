@@ -559,6 +559,7 @@ def _at_rest(memory: RoundMemory, seen: Observation, decisions: Decisions) -> bo
         and published is not None
         and seen.kafka.problem is None
         and not seen.kafka.first_read_pending
+        and not seen.kafka.unknown_lags
         and settled(memory.plan, published)
         and not (decisions.events or decisions.journal or decisions.lost or decisions.failures)
         and (decisions.pod_set is None or decisions.pod_set.empty)
