@@ -127,8 +127,12 @@ def run_kafka_demo(*args: str) -> tuple[str, dict[str, dict[str, Any]]]:
         [SMOOTHSCALE, "demo", "--json", *args], capture_output=True, text=True, timeout=1400, check=False
     )
     stdout = result.stdout
-    assert result.returncode in (0, 1), stdout[-4000:] + result.stderr[-3000:]
-    figures = json.loads(stdout.strip().splitlines()[-1])
+    said = stdout[-4000:] + result.stderr[-3000:]
+    assert result.returncode in (0, 1), said
+    try:
+        figures = json.loads(stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError) as error:  # the demo stopped before its figures
+        raise AssertionError(f"no JSON line last (exit {result.returncode}): {said}") from error
     steps: dict[str, dict[str, Any]] = figures["steps"]
     assert tuple(steps) == DEMO_STEPS, stdout[-4000:]
     for name, step in steps.items():
