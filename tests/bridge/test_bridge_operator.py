@@ -141,11 +141,15 @@ def test_an_app_adopting_by_its_settings_alone_rides_out_scaling_crashes_and_a_s
     publications = Publications(sandbox.kubeconfig, app)
     with running(publications.watch, "publications"):
         created = walk(sandbox, kafka, orders, totals, metrics_path=SAMPLES[sample][1])
+        final = sandbox.publication(app)
+        # The watch reads on: it sees the last generation a moment after it is published.
+        deadline = time.monotonic() + 15
+        while final is not None and final.generation not in publications.seen and time.monotonic() < deadline:
+            time.sleep(0.5)
 
     assert latest_totals(bootstrap, totals, 1200) == expected_totals(1200), "every order counted exactly once"
     # The crashes too: a gone pod's actives fail over to their standbys, the plan kept (not a fallback).
     assert fallbacks_after_first_plan(tmp_path / "sandbox") == [], "the bridge never fell back"
-    final = sandbox.publication(app)
     zone_of = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods(app)}  # a node per zone
     assert imbalance(final, zone_of) == [], "balanced over the pods and the zones"
     assert final is not None and publications.seen.get(final.generation) == final, (
