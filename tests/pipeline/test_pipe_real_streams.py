@@ -282,8 +282,14 @@ def test_the_rebalance_table(result: AnalyzeResult, run: Run) -> None:
     scaled = [r for r in table if step_of(run, r["start"]) == "scale-out"]
     assert [r["member_count"] for r in scaled] == sorted(r["member_count"] for r in scaled)
     assert set(scaled[-1]["members"]) == {first, joined, slow}
-    expired = at("kill", f"removing member {joined}")
-    assert set(expired["members"]) == {first, slow} and "heartbeat expiration" in expired["reason"]
+    # The first generation without the killed instance's member. Its session expires in a stable group,
+    # which rebalances for it; on a loaded machine a probing rebalance may be under way as it expires, and
+    # the coordinator removes it within that one, which keeps its own reason.
+    after = [r for r in table if r["generation"] > scaled[-1]["generation"]]
+    expired = next(r for r in after if joined not in r["members"])
+    assert set(expired["members"]) == {first, slow}, expired
+    reason = expired["reason"] or ""
+    assert f"removing member {joined} on heartbeat expiration" in reason or "removing" not in reason, expired
     left = at("poll-timeout", f"LeaveGroup` request for ({slow}")
     assert left["members"] == [first]
     back = at("poll-timeout", f"Adding new member {slow}")
