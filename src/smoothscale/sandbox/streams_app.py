@@ -116,6 +116,19 @@ def ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def _generation(sandbox: Sandbox, app: str) -> int:
+    """The app's spec generation now: a settle that follows a change waits for the operator to observe it."""
+    return int(sandbox.app(app)["metadata"].get("generation") or 0)
+
+
+def _observed(sandbox: Sandbox, app: str, generation: int) -> bool:
+    """Whether the operator's status says it has acted on the spec of `generation` (or a later one): until
+    then, an app settled on the previous spec has not even begun the change (a loaded operator's round may
+    come a few seconds after the patch)."""
+    status = sandbox.app(app).get("status") or {}
+    return int(status.get("observedGeneration") or 0) >= generation
+
+
 def settle(
     sandbox: Sandbox, kafka: SampleApp, replicas: int, tasks: int, timeout: float = 300
 ) -> dict[str, set[str]]:
@@ -124,6 +137,7 @@ def settle(
     that view."""
     deadline = time.monotonic() + timeout
     seen: object = None
+    wanted = _generation(sandbox, kafka.app)
     while time.monotonic() < deadline:
         listed = [p for p in sandbox.pods(kafka.app) if not p["metadata"].get("deletionTimestamp")]
         pods = {p["metadata"]["name"] for p in listed if ready(p)}
@@ -132,7 +146,11 @@ def settle(
             view = kafka.kafka_view()
         except (KafkaException, TimeoutError):  # the coordinator is loading, moving, or slow to answer
             view = {}
-        if publication is not None and len(pods) == len(listed) == replicas:
+        if (
+            _observed(sandbox, kafka.app, wanted)
+            and publication is not None
+            and len(pods) == len(listed) == replicas
+        ):
             planned = {pod: set(roles.active) for pod, roles in publication.assignment.items() if pod in pods}
             counts = [len(planned.get(pod, set())) for pod in pods]
             kafka_view = {pod: tasks for pod, tasks in view.items() if tasks}
@@ -192,6 +210,7 @@ def settle_streams_protocol(
     operator published, every task active once, balanced over the pods, the plugin its assignor; that plan."""
     deadline = time.monotonic() + timeout
     seen: object = None
+    wanted = _generation(sandbox, app)
     while time.monotonic() < deadline:
         listed = [p for p in sandbox.pods(app) if not p["metadata"].get("deletionTimestamp")]
         ready_pods = {p["metadata"]["name"] for p in listed if ready(p)}
@@ -200,7 +219,12 @@ def settle_streams_protocol(
             view = describe_streams_group(bootstrap, app)
         except (RuntimeError, subprocess.TimeoutExpired):  # the coordinator is loading or moving
             view = None
-        if publication is not None and view is not None and len(ready_pods) == len(listed) == replicas:
+        if (
+            _observed(sandbox, app, wanted)
+            and publication is not None
+            and view is not None
+            and len(ready_pods) == len(listed) == replicas
+        ):
             counts = [len(publication.assignment.get(pod, ClientAssignment()).active) for pod in ready_pods]
             differs = plan_differs(view, publication)
             if sum(counts) == tasks and max(counts) - min(counts) <= 1 and differs is None:
