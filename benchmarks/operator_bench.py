@@ -52,7 +52,7 @@ from typing import Any
 import kubernetes
 from baseline_tree import baseline_tree, worker_environment
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.configmap import from_configmap
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator

@@ -12,7 +12,7 @@ from typing import Any
 
 from versions_testkit import FIRST_VERSIONED, POD, later_operator
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.sandbox.kafka_streams import ROOT, bridge_jar
 
 SOURCES = "bridge/smoothscale-streams/src/main/java/io/smoothscale/streams"

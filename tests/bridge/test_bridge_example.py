@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.resource import Runtime
 from smoothscale.resource.spec import StreamsAppSpec
 

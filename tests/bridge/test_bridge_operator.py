@@ -25,9 +25,9 @@ import kubernetes
 import pytest
 
 from smoothscale.client import from_configmap
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.publication import Publication
-from smoothscale.control.names import RESTARTED_AT_ANNOTATION
+from smoothscale.control.object_names import RESTARTED_AT_ANNOTATION
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.app_process import AppProcess
 from smoothscale.sandbox.background import running

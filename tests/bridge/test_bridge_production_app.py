@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from smoothscale.contract import names as contract
-from smoothscale.control.names import RESTARTED_AT_ANNOTATION
+from smoothscale.contract import shared_names as contract
+from smoothscale.control.object_names import RESTARTED_AT_ANNOTATION
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.app_process import AppProcess
 from smoothscale.sandbox.harness import Sandbox

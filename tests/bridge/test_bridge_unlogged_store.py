@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from smoothscale.contract.names import GENERATION_METRIC
+from smoothscale.contract.shared_names import GENERATION_METRIC
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kafka.broker import KafkaCluster

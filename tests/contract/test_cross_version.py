@@ -30,7 +30,7 @@ from versions_testkit import (
 )
 
 from smoothscale.client import ClientConfig, StreamsClient, TaskListener
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

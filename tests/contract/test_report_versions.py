@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smoothscale.client.metrics import TaskMetrics
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.version import CONTRACT_VERSION
 from smoothscale.control.exposition import InvalidMetricsError, parse_metrics
 from smoothscale.resource import MetricNames

@@ -9,7 +9,7 @@ import gzip
 import json
 from typing import Any
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.publish import build_assignment_configmap

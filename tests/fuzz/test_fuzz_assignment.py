@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener
 from smoothscale.client.publication import from_mounted_dir
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.configmap import (
     CorruptAssignment,
     decode_publication,

@@ -10,7 +10,7 @@ import pytest
 
 from smoothscale.contract.configmap import CorruptAssignment, from_configmap
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.podset import KAFKA_STREAMS_GRACE_SECONDS, build_pod, build_state_claim
 from smoothscale.operator.publish import build_assignment_configmap
@@ -23,7 +23,7 @@ def spec(**changes: Any) -> StreamsAppSpec:
     raw: dict[str, Any] = {
         "template": {
             "metadata": {
-                "labels": {"team": "payments", names.APP_LABEL: "spoofed"},
+                "labels": {"team": "payments", object_names.APP_LABEL: "spoofed"},
                 "annotations": {"a": "b"},
             },
             "spec": {
@@ -44,10 +44,10 @@ def test_a_pod_carries_contract_3s_labels_its_owner_and_the_template() -> None:
     assert meta["name"] == "orders-2" and meta["namespace"] == "streams"
     assert meta["labels"] == {
         "team": "payments",
-        names.NAME_LABEL: "orders",
-        names.MANAGED_BY_LABEL: "smoothscale",
-        names.APP_LABEL: "orders",
-        names.REVISION_LABEL: "abc",
+        object_names.NAME_LABEL: "orders",
+        object_names.MANAGED_BY_LABEL: "smoothscale",
+        object_names.APP_LABEL: "orders",
+        object_names.REVISION_LABEL: "abc",
     }
     assert meta["annotations"] == {"a": "b"}
     assert meta["ownerReferences"] == [
@@ -65,10 +65,10 @@ def test_a_pod_carries_contract_3s_labels_its_owner_and_the_template() -> None:
 
 def test_a_pod_gets_the_clients_environment_unless_the_template_sets_it() -> None:
     env = {e["name"]: e for e in build_pod(APP, spec(), 0, "abc")["spec"]["containers"][0]["env"]}
-    assert env[names.APP_ENV]["value"] == "x", "the template's own value wins"
-    assert env[names.POD_NAME_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
-    assert env[names.NAMESPACE_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
-    assert env[names.ASSIGNMENT_CONFIGMAP_ENV]["value"] == "orders-assignment"
+    assert env[object_names.APP_ENV]["value"] == "x", "the template's own value wins"
+    assert env[object_names.POD_NAME_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env[object_names.NAMESPACE_ENV]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env[object_names.ASSIGNMENT_CONFIGMAP_ENV]["value"] == "orders-assignment"
 
 
 def test_the_operators_variables_come_first_so_that_the_templates_can_refer_to_them() -> None:
@@ -81,12 +81,12 @@ def test_the_operators_variables_come_first_so_that_the_templates_can_refer_to_t
     template = {"spec": {"containers": [{"name": "app", "image": "orders:1", "env": template_env}]}}
     env = build_pod(APP, spec(template=template), 0, "abc")["spec"]["containers"][0]["env"]
     assert [variable["name"] for variable in env] == [
-        names.POD_NAME_ENV,
-        names.NAMESPACE_ENV,
-        names.APP_ENV,
-        names.ASSIGNMENT_CONFIGMAP_ENV,
-        names.METRICS_PORT_ENV,
-        names.STATE_DIR_ENV,
+        object_names.POD_NAME_ENV,
+        object_names.NAMESPACE_ENV,
+        object_names.APP_ENV,
+        object_names.ASSIGNMENT_CONFIGMAP_ENV,
+        object_names.METRICS_PORT_ENV,
+        object_names.STATE_DIR_ENV,
         "STREAMS_CLIENT_ID",
         "STATE_DIR",
     ]
@@ -101,35 +101,42 @@ def test_every_pod_gets_the_metrics_port_the_operator_scrapes(changes: dict[str,
     bridge's own port, where the operator then scrapes it."""
     app_spec = spec(**changes)
     env = {e["name"]: e for e in build_pod(APP, app_spec, 0, "abc")["spec"]["containers"][0]["env"]}
-    assert env[names.METRICS_PORT_ENV]["value"] == port == str(app_spec.metrics.port)
+    assert env[object_names.METRICS_PORT_ENV]["value"] == port == str(app_spec.metrics.port)
 
 
 def test_the_state_directory_is_where_the_container_mounts_the_state_volume() -> None:
-    own = {"name": names.STATE_VOLUME, "mountPath": "/var/lib/streams"}
+    own = {"name": object_names.STATE_VOLUME, "mountPath": "/var/lib/streams"}
     sidecar = {"name": "proxy", "image": "proxy:1"}
     template = {
         "spec": {"containers": [{"name": "app", "image": "orders:1", "volumeMounts": [own]}, sidecar]}
     }
     app, proxy = build_pod(APP, spec(template=template), 0, "abc")["spec"]["containers"]
-    assert {e["name"]: e.get("value") for e in app["env"]}[names.STATE_DIR_ENV] == "/var/lib/streams"
+    assert {e["name"]: e.get("value") for e in app["env"]}[object_names.STATE_DIR_ENV] == "/var/lib/streams"
     assert app["volumeMounts"] == [own], "the template's mount is kept as it is"
-    assert names.STATE_DIR_ENV not in {e["name"] for e in proxy["env"]}, "no state where none is mounted"
+    assert object_names.STATE_DIR_ENV not in {e["name"] for e in proxy["env"]}, (
+        "no state where none is mounted"
+    )
     assert "volumeMounts" not in proxy
     (first,) = build_pod(APP, spec(), 0, "abc")["spec"]["containers"]
-    default = {"name": names.STATE_VOLUME, "mountPath": names.DEFAULT_STATE_DIR}
+    default = {"name": object_names.STATE_VOLUME, "mountPath": object_names.DEFAULT_STATE_DIR}
     assert first["volumeMounts"] == [default], "unmounted, the state volume goes to the first container"
-    assert {e["name"]: e.get("value") for e in first["env"]}[names.STATE_DIR_ENV] == names.DEFAULT_STATE_DIR
+    assert {e["name"]: e.get("value") for e in first["env"]}[
+        object_names.STATE_DIR_ENV
+    ] == object_names.DEFAULT_STATE_DIR
 
 
 def test_state_lives_in_the_ordinals_claim_with_storage_and_in_an_emptydir_without() -> None:
     volumes = {v["name"]: v for v in build_pod(APP, spec(), 1, "abc")["spec"]["volumes"]}
-    assert volumes[names.STATE_VOLUME] == {"name": "state", "emptyDir": {}}
-    assert volumes[names.ASSIGNMENT_VOLUME]["configMap"] == {"name": "orders-assignment", "optional": True}
+    assert volumes[object_names.STATE_VOLUME] == {"name": "state", "emptyDir": {}}
+    assert volumes[object_names.ASSIGNMENT_VOLUME]["configMap"] == {
+        "name": "orders-assignment",
+        "optional": True,
+    }
     assert build_state_claim(APP, spec(), 1) is None
 
     stored = spec(storage={"size": "10Gi", "storageClassName": "gp3"})
     volumes = {v["name"]: v for v in build_pod(APP, stored, 1, "abc")["spec"]["volumes"]}
-    assert volumes[names.STATE_VOLUME]["persistentVolumeClaim"] == {"claimName": "orders-state-1"}
+    assert volumes[object_names.STATE_VOLUME]["persistentVolumeClaim"] == {"claimName": "orders-state-1"}
     claim = build_state_claim(APP, stored, 1)
     assert claim is not None and claim["metadata"]["name"] == "orders-state-1"
     assert claim["spec"] == {
@@ -165,8 +172,8 @@ def test_the_configmap_round_trips_a_publication() -> None:
     "binary",
     [
         {},
-        {names.ASSIGNMENT_KEY: "not base64!"},
-        {names.ASSIGNMENT_KEY: base64.b64encode(b"not gzip").decode()},
+        {object_names.ASSIGNMENT_KEY: "not base64!"},
+        {object_names.ASSIGNMENT_KEY: base64.b64encode(b"not gzip").decode()},
     ],
 )
 def test_a_configmap_without_a_publication_is_unreadable(binary: dict[str, str]) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.control.pods import leaving_since, parse_time, pod_info
 from smoothscale.control.zones import node_zone, pod_zone
 from smoothscale.operator.kube import KubeClient, KubeError, core_path
@@ -17,11 +17,11 @@ POD = {
     "metadata": {
         "name": "orders-12",
         "uid": "u-12",
-        "labels": {names.APP_LABEL: "orders", names.REVISION_LABEL: "abc"},
+        "labels": {object_names.APP_LABEL: "orders", object_names.REVISION_LABEL: "abc"},
         "annotations": {
-            names.LEAVING_ANNOTATION: "2026-11-21T10:00:00Z",
-            names.LEAVING_REASON_ANNOTATION: "ScaleDown",
-            names.METRICS_PORT_ANNOTATION: "41000",
+            object_names.LEAVING_ANNOTATION: "2026-11-21T10:00:00Z",
+            object_names.LEAVING_REASON_ANNOTATION: "ScaleDown",
+            object_names.METRICS_PORT_ANNOTATION: "41000",
         },
         "deletionTimestamp": "2026-11-21T10:05:00Z",
     },
@@ -40,7 +40,7 @@ def test_a_pod_record_has_what_the_operator_decides_on() -> None:
         and leaving_since(pod) == parse_time(pod.leaving or "")
     )
     assert pod.deleting and pod.alive and not pod.schedulable_client, "terminating: may still process"
-    fresh = pod_info({"metadata": {"name": "orders-0", "labels": {names.APP_LABEL: "orders"}}})
+    fresh = pod_info({"metadata": {"name": "orders-0", "labels": {object_names.APP_LABEL: "orders"}}})
     assert (fresh.phase, fresh.ready, fresh.node, fresh.ip, fresh.leaving) == (
         "Pending",
         False,
@@ -53,15 +53,23 @@ def test_a_pod_record_has_what_the_operator_decides_on() -> None:
 
 
 def test_ordinals_and_names() -> None:
-    assert names.ordinal_of("orders", "orders-3") == 3
-    assert names.ordinal_of("orders-2", "orders-2-10") == 10
-    assert names.ordinal_of("orders", "orders-03") is None and names.ordinal_of("orders", "other-1") is None
-    assert names.pod_name("orders", 4) == "orders-4" and names.state_claim("orders", 4) == "orders-state-4"
-    assert names.assignment_configmap("orders") == "orders-assignment"
+    assert object_names.ordinal_of("orders", "orders-3") == 3
+    assert object_names.ordinal_of("orders-2", "orders-2-10") == 10
+    assert (
+        object_names.ordinal_of("orders", "orders-03") is None
+        and object_names.ordinal_of("orders", "other-1") is None
+    )
+    assert (
+        object_names.pod_name("orders", 4) == "orders-4"
+        and object_names.state_claim("orders", 4) == "orders-state-4"
+    )
+    assert object_names.assignment_configmap("orders") == "orders-assignment"
 
 
 def test_a_person_may_mark_a_pod_leaving_with_any_value() -> None:
-    pod = pod_info({**POD, "metadata": {**POD["metadata"], "annotations": {names.LEAVING_ANNOTATION: "yes"}}})
+    pod = pod_info(
+        {**POD, "metadata": {**POD["metadata"], "annotations": {object_names.LEAVING_ANNOTATION: "yes"}}}
+    )
     assert pod.is_leaving and leaving_since(pod) is None, "the operator stamps the time it first saw it"
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from test_op_round_decisions import APP, NOW, seen
 
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.control import step as control_step
 from smoothscale.control.scaling import PodSetPlan
 from smoothscale.operator.appref import AppRef
@@ -30,7 +30,7 @@ class CountingApi:
 
     @staticmethod
     def _pod(ordinal: int) -> dict[str, Any]:
-        labels = {names.APP_LABEL: APP, names.MANAGED_BY_LABEL: names.MANAGED_BY}
+        labels = {object_names.APP_LABEL: APP, object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY}
         metadata = {"name": f"{APP}-{ordinal}", "uid": f"uid-{ordinal}", "labels": labels, "annotations": {}}
         return {"metadata": metadata, "status": {"phase": "Running", "podIP": f"10.0.0.{ordinal}"}}
 

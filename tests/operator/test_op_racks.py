@@ -8,7 +8,7 @@ from typing import Any
 import kubernetes
 from op_testkit import Kubectl, balanced, streamsapp, wait_for
 
-from smoothscale.contract.names import ZONE_LABEL
+from smoothscale.contract.shared_names import ZONE_LABEL
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 from smoothscale.sandbox.scheduling import node_name
 

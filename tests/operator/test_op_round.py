@@ -29,9 +29,9 @@ import pytest
 
 from smoothscale.assignor.models import Plan, Snapshot
 from smoothscale.cli.ops_explain import observation, replan
-from smoothscale.contract.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import names
+from smoothscale.contract.shared_names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from smoothscale.control import object_names
 from smoothscale.control import step as control_step
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import format_time
@@ -126,7 +126,7 @@ class World:
         self.acked[name] = 0
 
     def drain(self, name: str, now: datetime) -> None:
-        leaving = {names.LEAVING_ANNOTATION: format_time(now)}
+        leaving = {object_names.LEAVING_ANNOTATION: format_time(now)}
         self.core.patch_namespaced_pod(name, NAMESPACE, {"metadata": {"annotations": leaving}})
 
     def metrics(self, index: int, published: Publication) -> dict[str, PodMetrics]:
@@ -265,14 +265,14 @@ async def _operator_rounds(
 
 def _listed(pod: Any) -> Listed:
     annotations = pod.metadata.annotations or {}
-    since = annotations.get(names.LEAVING_ANNOTATION)
+    since = annotations.get(object_names.LEAVING_ANNOTATION)
     return Listed(
         name=pod.metadata.name,
         zone=ZONES[pod.spec.node_name],
         leaving_since=None if since is None else datetime.fromisoformat(since),
-        leaving_reason=annotations.get(names.LEAVING_REASON_ANNOTATION),
+        leaving_reason=annotations.get(object_names.LEAVING_REASON_ANNOTATION),
         uid=pod.metadata.uid,
-        revision=pod.metadata.labels[names.REVISION_LABEL],
+        revision=pod.metadata.labels[object_names.REVISION_LABEL],
         ready=any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []),
         created=pod.metadata.creation_timestamp,
     )
@@ -289,7 +289,7 @@ def _steps(decided: PodSetPlan | None) -> list[tuple[str, str]]:
         *(("retire", retired.pod) for retired in decided.retire),
         *(("remove-stopped", pod) for pod in decided.remove_stopped),
         *(("restart", pod) for pod in decided.restart),
-        *(("create", names.pod_name(APP, ordinal)) for ordinal in decided.create),
+        *(("create", object_names.pod_name(APP, ordinal)) for ordinal in decided.create),
     ]
 
 

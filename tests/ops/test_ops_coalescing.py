@@ -15,8 +15,8 @@ import time
 import kubernetes
 from ops_testkit import NAMESPACE, SAPP, Generations, balanced, publication, smoothscale, streamsapp, wait_for
 
-from smoothscale.contract.names import LEAVING_ANNOTATION
 from smoothscale.contract.publication import Publication
+from smoothscale.contract.shared_names import LEAVING_ANNOTATION
 from smoothscale.operator.context import OperatorContext
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime

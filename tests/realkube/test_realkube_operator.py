@@ -21,7 +21,7 @@ import pytest
 import yaml
 from realkube_kit import Cluster, Json, sibling_kit, wait_for
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.operator.access import Access
 from smoothscale.sandbox import invariants
 from smoothscale.sandbox.addresses import random_block

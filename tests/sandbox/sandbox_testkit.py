@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import kubernetes
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.configmap import encode_publication
 from smoothscale.contract.publication import ClientAssignment, Publication
 

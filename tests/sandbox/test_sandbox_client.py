@@ -15,7 +15,7 @@ from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, 
 from smoothscale.client import ClientConfig, Role, StreamsClient, TaskListener, role_changes
 from smoothscale.client.metrics import TaskMetrics
 from smoothscale.client.roles import RoleChange
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.configmap import encode_publication
 from smoothscale.sandbox.emulator import RunningEmulator
 

@@ -16,7 +16,7 @@ import kubernetes
 import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.kubelet import FINALIZER, Kubelet

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.podset import build_pod
 from smoothscale.resource import load_spec

@@ -18,7 +18,7 @@ import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
 
 from smoothscale.client import ClientConfig
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.sandbox.changelog import Changelog
 from smoothscale.sandbox.emulator import RunningEmulator
 from smoothscale.sandbox.records import overlaps, processing_intervals, read_records

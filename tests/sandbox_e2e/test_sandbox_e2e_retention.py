@@ -9,8 +9,8 @@ import time
 import pytest
 from sandbox_e2e_kit import Run
 
-from smoothscale.contract import names as contract
-from smoothscale.control import names
+from smoothscale.contract import shared_names as contract
+from smoothscale.control import object_names
 from smoothscale.sandbox import invariants
 from smoothscale.sandbox.demo import APP, NAMESPACE, demo_app
 from smoothscale.sandbox.harness import Sandbox
@@ -30,7 +30,7 @@ def test_a_streamsapp_deleted_and_created_again_finds_its_state_on_its_claims(sa
         assert time.time() < deadline, "the app's pods and ConfigMap were not collected"
         time.sleep(0.2)
     claims = {c.metadata.name for c in sandbox.core.list_namespaced_persistent_volume_claim(NAMESPACE).items}
-    assert claims == {names.state_claim(APP, ordinal) for ordinal in range(3)}
+    assert claims == {object_names.state_claim(APP, ordinal) for ordinal in range(3)}
 
     created = time.time()
     sandbox.apply(demo_app(replicas=3))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from sandbox_e2e_kit import PLANNED_MOVE_BOUND, Run
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.sandbox.demo import APP
 from smoothscale.sandbox.harness import Sandbox
 

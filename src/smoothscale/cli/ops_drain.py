@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, change, dry_run_option, kube_options
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.control.pods import PodInfo, pod_info
 
 DRAIN_VALUE = "true"
@@ -21,8 +21,10 @@ DRAIN_VALUE = "true"
 
 def drain_refusal(pod: PodInfo, managed_by: str | None) -> str | None:
     """Why `pod` cannot be drained, or None if it can."""
-    if managed_by != names.MANAGED_BY or pod.ordinal is None:
-        return f"pod {pod.name!r} is not run by smoothscale (no {names.APP_LABEL} label of an app's pod)"
+    if managed_by != object_names.MANAGED_BY or pod.ordinal is None:
+        return (
+            f"pod {pod.name!r} is not run by smoothscale (no {object_names.APP_LABEL} label of an app's pod)"
+        )
     return None
 
 
@@ -35,15 +37,15 @@ def drain_command(kube: Kube, pod: str, dry_run: bool) -> None:
     body = kube.pod(pod)
     info = pod_info(body)
     labels = (body.get("metadata") or {}).get("labels") or {}
-    refusal = drain_refusal(info, labels.get(names.MANAGED_BY_LABEL))
+    refusal = drain_refusal(info, labels.get(object_names.MANAGED_BY_LABEL))
     if refusal is not None:
         raise OpsUsageError(refusal)
     if info.is_leaving:
         click.echo(f"pod {pod} is already leaving (since {info.leaving}): nothing to do")
         return
-    patch = {"metadata": {"annotations": {names.LEAVING_ANNOTATION: DRAIN_VALUE}}}
+    patch = {"metadata": {"annotations": {object_names.LEAVING_ANNOTATION: DRAIN_VALUE}}}
     change(
         dry_run,
-        f"annotate pod {pod} {names.LEAVING_ANNOTATION}={DRAIN_VALUE} (app {info.app})",
+        f"annotate pod {pod} {object_names.LEAVING_ANNOTATION}={DRAIN_VALUE} (app {info.app})",
         lambda: kube.core.patch_namespaced_pod(pod, kube.namespace, patch),
     )

@@ -19,11 +19,10 @@ import click
 
 from smoothscale.contract.configmap import CorruptAssignment, from_configmap
 from smoothscale.contract.publication import Publication
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.control.pods import PodInfo, pod_info
 from smoothscale.control.zones import node_zone
-from smoothscale.resource import MetricsSpec
-from smoothscale.resource import names as resource_names
+from smoothscale.resource import MetricsSpec, api_kind
 
 if TYPE_CHECKING:
     from smoothscale.control.observed import PodMetrics
@@ -53,7 +52,7 @@ class Kube:
             "StreamsApp",
             name,
             lambda: self.custom.get_namespaced_custom_object(
-                resource_names.GROUP, resource_names.VERSION, self.namespace, resource_names.PLURAL, name
+                api_kind.GROUP, api_kind.VERSION, self.namespace, api_kind.PLURAL, name
             ),
         )
         return dict(found)
@@ -65,7 +64,7 @@ class Kube:
 
     def app_pods(self, app: str) -> list[PodInfo]:
         """The pods the operator runs for `app`, by ordinal."""
-        selector = f"{names.APP_LABEL}={app},{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
+        selector = object_names.managed_selector(app)
         listed = self.core.list_namespaced_pod(self.namespace, label_selector=selector)
         pods = [pod_info(self.client.sanitize_for_serialization(item)) for item in listed.items]
         return sorted((p for p in pods if p.ordinal is not None), key=lambda p: p.ordinal or 0)
@@ -73,7 +72,9 @@ class Kube:
     def publication(self, app: str) -> Publication | None:
         """The published assignment of `app`, or None before the operator has published one."""
         try:
-            configmap = self.core.read_namespaced_config_map(names.assignment_configmap(app), self.namespace)
+            configmap = self.core.read_namespaced_config_map(
+                object_names.assignment_configmap(app), self.namespace
+            )
         except self._api_exception as error:
             if getattr(error, "status", None) == 404:
                 return None
@@ -81,7 +82,7 @@ class Kube:
         try:
             return from_configmap(self.client.sanitize_for_serialization(configmap))
         except CorruptAssignment as error:
-            raise click.ClickException(f"{names.assignment_configmap(app)}: {error}") from error
+            raise click.ClickException(f"{object_names.assignment_configmap(app)}: {error}") from error
 
     def zones(self, pods: list[PodInfo]) -> dict[str, str]:
         """node -> zone of the pods' nodes; a node that cannot be read (no permission) counts as no zone."""

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, change, dry_run_option, kube_options
-from smoothscale.resource import names as resource_names
+from smoothscale.resource import api_kind
 
 _TARGET = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]+)?)(?P<percent>%?)$")
 
@@ -85,10 +85,10 @@ def scale_command(kube: Kube, app: str, to: str, dry_run: bool) -> None:
         dry_run,
         f"scale StreamsApp {app} from {current} to {replicas} replicas",
         lambda: kube.custom.patch_namespaced_custom_object_scale(
-            resource_names.GROUP,
-            resource_names.VERSION,
+            api_kind.GROUP,
+            api_kind.VERSION,
             kube.namespace,
-            resource_names.PLURAL,
+            api_kind.PLURAL,
             app,
             {"spec": {"replicas": replicas}},
         ),

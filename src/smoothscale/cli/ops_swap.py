@@ -15,14 +15,14 @@ from typing import Any
 import click
 
 from smoothscale.cli.ops_kube import Kube, change, dry_run_option, kube_options
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.control.pods import format_time
-from smoothscale.resource import names as resource_names
+from smoothscale.resource import api_kind
 
 
 def swap_patch(now: datetime) -> dict[str, Any]:
     """The merge patch that gives the app a new template revision (and nothing else)."""
-    annotations = {names.RESTARTED_AT_ANNOTATION: format_time(now)}
+    annotations = {object_names.RESTARTED_AT_ANNOTATION: format_time(now)}
     return {"spec": {"template": {"metadata": {"annotations": annotations}}}}
 
 
@@ -35,12 +35,12 @@ def swap_command(kube: Kube, app: str, dry_run: bool) -> None:
     body = kube.app(app)
     strategy = ((body.get("spec") or {}).get("scaling") or {}).get("updateStrategy") or "Swap"
     patch = swap_patch(datetime.now(UTC))
-    stamp = patch["spec"]["template"]["metadata"]["annotations"][names.RESTARTED_AT_ANNOTATION]
+    stamp = patch["spec"]["template"]["metadata"]["annotations"][object_names.RESTARTED_AT_ANNOTATION]
     change(
         dry_run,
         f"replace every pod of StreamsApp {app} (updateStrategy {strategy}): template annotation "
-        f"{names.RESTARTED_AT_ANNOTATION}={stamp}",
+        f"{object_names.RESTARTED_AT_ANNOTATION}={stamp}",
         lambda: kube.custom.patch_namespaced_custom_object(
-            resource_names.GROUP, resource_names.VERSION, kube.namespace, resource_names.PLURAL, app, patch
+            api_kind.GROUP, api_kind.VERSION, kube.namespace, api_kind.PLURAL, app, patch
         ),
     )

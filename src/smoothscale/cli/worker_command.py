@@ -15,7 +15,7 @@ from types import FrameType
 
 import click
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.sandbox import environment as env
 
 

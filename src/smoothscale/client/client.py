@@ -17,7 +17,7 @@ from pathlib import Path
 
 import kubernetes
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.configmap import CorruptAssignment, from_configmap
 from smoothscale.contract.publication import Publication
 

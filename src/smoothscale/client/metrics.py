@@ -13,7 +13,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, start_http_server
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.version import CONTRACT_VERSION
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from smoothscale.contract.configmap import CorruptAssignment, decode_checked
-from smoothscale.contract.names import ASSIGNMENT_KEY, GENERATION_KEY
 from smoothscale.contract.publication import Publication
+from smoothscale.contract.shared_names import ASSIGNMENT_KEY, GENERATION_KEY
 
 
 def from_mounted_dir(directory: Path) -> Publication:

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from .names import ASSIGNMENT_KEY, GENERATION_KEY
 from .publication import Publication
+from .shared_names import ASSIGNMENT_KEY, GENERATION_KEY
 from .version import UNVERSIONED, NewerContract, require_followable
 
 

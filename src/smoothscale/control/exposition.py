@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.version import UNVERSIONED, NewerContract, require_followable
 from smoothscale.resource import MetricNames, MetricsSpec
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import names
+from . import object_names
 
 _NOT_RUNNING_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -63,19 +63,19 @@ def pod_info(body: Mapping[str, Any]) -> PodInfo:
     annotations = metadata.get("annotations") or {}
     spec = body.get("spec") or {}
     status = body.get("status") or {}
-    app = str(labels.get(names.APP_LABEL, ""))
+    app = str(labels.get(object_names.APP_LABEL, ""))
     name = str(metadata.get("name", ""))
     return PodInfo(
         name=name,
         uid=str(metadata.get("uid", "")),
         app=app,
-        ordinal=names.ordinal_of(app, name),
-        revision=labels.get(names.REVISION_LABEL),
-        leaving=annotations.get(names.LEAVING_ANNOTATION),
-        leaving_reason=annotations.get(names.LEAVING_REASON_ANNOTATION),
+        ordinal=object_names.ordinal_of(app, name),
+        revision=labels.get(object_names.REVISION_LABEL),
+        leaving=annotations.get(object_names.LEAVING_ANNOTATION),
+        leaving_reason=annotations.get(object_names.LEAVING_REASON_ANNOTATION),
         node=spec.get("nodeName") or None,
         ip=status.get("podIP") or None,
-        metrics_port=_port(annotations.get(names.METRICS_PORT_ANNOTATION)),
+        metrics_port=_port(annotations.get(object_names.METRICS_PORT_ANNOTATION)),
         phase=str(status.get("phase") or "Pending"),
         ready=_is_ready(status),
         deleting=bool(metadata.get("deletionTimestamp")),

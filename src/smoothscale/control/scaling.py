@@ -29,8 +29,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from ..resource import UpdateStrategy
-from . import names
-from .names import LeavingReason
+from . import object_names
+from .object_names import LeavingReason
 from .pods import PodInfo, format_time, leaving_since
 
 
@@ -217,7 +217,7 @@ def _free_ordinals(given: PodSetInput, count: int) -> list[int]:
     """
     running = {p.ordinal for p in given.pods if not (p.deleting or p.stopped)}
     waited = {p.ordinal for p in given.pods if p.deleting or p.stopped}
-    waited |= {names.ordinal_of(given.app, pod) for pod in given.holding}
+    waited |= {object_names.ordinal_of(given.app, pod) for pod in given.holding}
     out: list[int] = []
     candidate = 0
     while count > 0:

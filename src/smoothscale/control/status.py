@@ -30,7 +30,7 @@ from ..resource import (
     StreamsAppStatus,
     WarmupProgress,
 )
-from . import names
+from . import object_names
 from .events import rack_unknown_message
 from .observed import LearnedSubtopology, PodMetrics, ScrapeFailure, ScrapeResult
 from .pods import PodInfo, leaving_since
@@ -167,12 +167,12 @@ def build_status(given: StatusInput) -> StreamsAppStatus:
         observed_generation=given.observed_generation,
         replicas=len(present),
         ready_replicas=len(ready),
-        selector=names.selector(given.app),
+        selector=object_names.selector(given.app),
         phase=_phase(stamped),
         conditions=stamped,
         assignment=AssignmentStatus(
             generation=published.generation,
-            config_map=names.assignment_configmap(given.app),
+            config_map=object_names.assignment_configmap(given.app),
             active_tasks=sum(len(a.active) for a in published.assignment.values()),
             standby_tasks=sum(len(a.standby) for a in published.assignment.values()),
             warmup_tasks=sum(len(a.warmup) for a in published.assignment.values()),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from smoothscale.contract.names import ZONE_LABEL
+from smoothscale.contract.shared_names import ZONE_LABEL
 
 # Contract 3's names, re-exported from their one home (the client library's contract).
 __all__ = ["ZONE_LABEL"]

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from smoothscale.resource import names as resource_names
+from smoothscale.resource import api_kind
 
 
 @dataclass(frozen=True, order=True)
@@ -57,21 +57,21 @@ CLIENT_ACCESS: Final[frozenset[Access]] = (
     # The Secret an app's spec.kafka.secretRef names, read by name (never listed or watched).
     | _rows("", "secrets", "get")
     # The app's status.
-    | _rows(resource_names.GROUP, f"{resource_names.PLURAL}/status", "patch")
+    | _rows(api_kind.GROUP, f"{api_kind.PLURAL}/status", "patch")
     # spec.autoscaling.mode Act: the operator sets replicas through the scale subresource, and first looks
     # for an HPA or a KEDA ScaledObject that targets the app (it refuses to act beside one).
-    | _rows(resource_names.GROUP, f"{resource_names.PLURAL}/scale", "patch")
+    | _rows(api_kind.GROUP, f"{api_kind.PLURAL}/scale", "patch")
     | _rows("autoscaling", "horizontalpodautoscalers", "list")
     | _rows("keda.sh", "scaledobjects", "list")
     # Pods, claims and the ConfigMap are owned by their app with blockOwnerDeletion (see the module doc).
-    | _rows(resource_names.GROUP, f"{resource_names.PLURAL}/finalizers", "update")
+    | _rows(api_kind.GROUP, f"{api_kind.PLURAL}/finalizers", "update")
 )
 """What `KubeClient` may do. kopf's own requests (watches, finalizers, events, peering) are not here:
 they follow from the registered handlers and kopf's settings, which the chart's RBAC test derives."""
 
 # Owner kinds the operator sets: (apiVersion, kind) -> (group, plural).
 _OWNER_RESOURCES: Final = {
-    (resource_names.API_VERSION, resource_names.KIND): (resource_names.GROUP, resource_names.PLURAL),
+    (api_kind.API_VERSION, api_kind.KIND): (api_kind.GROUP, api_kind.PLURAL),
 }
 
 _PATH = re.compile(

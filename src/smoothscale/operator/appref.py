@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from smoothscale.resource import names as resource_names
+from smoothscale.resource import api_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,8 +20,8 @@ class AppRef:
     def owner_reference(self) -> dict[str, Any]:
         """Owned objects go with the app (Kubernetes' garbage collector), and `kubectl` shows their owner."""
         return {
-            "apiVersion": resource_names.API_VERSION,
-            "kind": resource_names.KIND,
+            "apiVersion": api_kind.API_VERSION,
+            "kind": api_kind.KIND,
             "name": self.name,
             "uid": self.uid,
             "controller": True,

@@ -26,8 +26,8 @@ from smoothscale.resource import (
     ConditionType,
     StreamsAppSpec,
     StreamsAppStatus,
+    api_kind,
 )
-from smoothscale.resource import names as resource_names
 
 from .appref import AppRef
 from .context import OperatorContext
@@ -104,9 +104,7 @@ class AppAutoscaling:
         return decision
 
     async def _scale(self, decision: Decision) -> None:
-        path = group_path(
-            resource_names.API_VERSION, self.app.namespace, resource_names.PLURAL, self.app.name, "scale"
-        )
+        path = group_path(api_kind.API_VERSION, self.app.namespace, api_kind.PLURAL, self.app.name, "scale")
         await self.ctx.api.patch(path, {"spec": {"replicas": decision.replicas}})
         self.report.post([AppEvent(EventType.NORMAL, "AutoscalerScaled", _message(decision))])
         self.report.journal("autoscale", **decision.inputs())
@@ -155,7 +153,7 @@ def _targeting(listed: dict[str, Any], app: str) -> list[str]:
     names = []
     for item in listed.get("items") or []:
         ref = (item.get("spec") or {}).get("scaleTargetRef") or {}
-        if ref.get("name") == app and ref.get("kind", resource_names.KIND) == resource_names.KIND:
+        if ref.get("name") == app and ref.get("kind", api_kind.KIND) == api_kind.KIND:
             names.append((item.get("metadata") or {}).get("name", "?"))
     return sorted(names)
 

@@ -16,7 +16,7 @@ from typing import Any
 import kopf
 
 from smoothscale.control.events import AppEvent
-from smoothscale.resource import names as resource_names
+from smoothscale.resource import api_kind
 
 from .appref import AppRef
 from .config import OperatorConfig
@@ -64,8 +64,8 @@ class OperatorContext:
     def post_event(self, app: AppRef, event: AppEvent) -> None:
         """A Kubernetes Event about the app, queued to kopf's poster (it never blocks a reconciliation)."""
         involved: kopf.RawBody = {
-            "apiVersion": resource_names.API_VERSION,
-            "kind": resource_names.KIND,
+            "apiVersion": api_kind.API_VERSION,
+            "kind": api_kind.KIND,
             "metadata": {"namespace": app.namespace, "name": app.name, "uid": app.uid},
         }
         kopf.event(kopf.Body(involved), type=str(event.type), reason=event.reason, message=event.message)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.resource import StreamsAppSpec
 
 from .appref import AppRef
@@ -43,12 +43,12 @@ def build_budget(app: AppRef, spec: StreamsAppSpec) -> dict[str, Any]:
         "metadata": {
             "name": app.name,
             "namespace": app.namespace,
-            "labels": names.app_labels(app.name),
+            "labels": object_names.app_labels(app.name),
             "ownerReferences": [app.owner_reference()],
         },
         "spec": {
             "minAvailable": min_available(spec),
-            "selector": {"matchLabels": {names.APP_LABEL: app.name}},
+            "selector": {"matchLabels": {object_names.APP_LABEL: app.name}},
             "unhealthyPodEvictionPolicy": "AlwaysAllow",
         },
     }

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.control.pods import format_time
 from smoothscale.control.scaling import PodSetPlan
 from smoothscale.resource import StreamsAppSpec
@@ -34,18 +34,20 @@ class PodSetActions:
         """Every step of `decided`, in a safe order; returns the pods it deleted."""
         stamp = format_time(now)
         for pod in decided.stamp_leaving:
-            await self._annotate(pod, {names.LEAVING_ANNOTATION: stamp}, "stamp-leaving", "DrainRequested")
+            await self._annotate(
+                pod, {object_names.LEAVING_ANNOTATION: stamp}, "stamp-leaving", "DrainRequested"
+            )
         for pod, reason in decided.mark_leaving:
-            marks = {names.LEAVING_ANNOTATION: stamp, names.LEAVING_REASON_ANNOTATION: reason}
+            marks = {object_names.LEAVING_ANNOTATION: stamp, object_names.LEAVING_REASON_ANNOTATION: reason}
             await self._annotate(pod, marks, "leaving", reason)
         for pod in decided.unmark_leaving:
-            unmark = {names.LEAVING_ANNOTATION: None, names.LEAVING_REASON_ANNOTATION: None}
+            unmark = {object_names.LEAVING_ANNOTATION: None, object_names.LEAVING_REASON_ANNOTATION: None}
             await self._annotate(pod, unmark, "kept", "ReplicasRaised")
         deleted = set()
         for retired in decided.retire:
             deleted.add(await self._delete_pod(retired.pod, "retire", retired.reason))
             if retired.delete_claim and retired.ordinal is not None:
-                claim = names.state_claim(self.app.name, retired.ordinal)
+                claim = object_names.state_claim(self.app.name, retired.ordinal)
                 await self._delete(core_path(self.app.namespace, "persistentvolumeclaims", claim))
         for pod in decided.remove_stopped:
             deleted.add(await self._delete_pod(pod, "remove-stopped", "Stopped"))

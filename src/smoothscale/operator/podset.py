@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.resource import Runtime, StorageSpec, StreamsAppSpec
 
 from .appref import AppRef
@@ -44,7 +44,7 @@ def _template(spec: StreamsAppSpec) -> dict[str, Any]:
 
 
 def pod_labels(app: AppRef, revision: str) -> dict[str, str]:
-    return {**names.app_labels(app.name), names.REVISION_LABEL: revision}
+    return {**object_names.app_labels(app.name), object_names.REVISION_LABEL: revision}
 
 
 def build_pod(app: AppRef, spec: StreamsAppSpec, ordinal: int, revision: str) -> dict[str, Any]:
@@ -52,7 +52,7 @@ def build_pod(app: AppRef, spec: StreamsAppSpec, ordinal: int, revision: str) ->
     template = _template(spec)
     metadata = template.get("metadata") or {}
     pod_spec: dict[str, Any] = copy.deepcopy(template["spec"])
-    name = names.pod_name(app.name, ordinal)
+    name = object_names.pod_name(app.name, ordinal)
     volumes = list(pod_spec.get("volumes") or [])
     defined = {volume.get("name") for volume in volumes}
     for volume in (_state_volume(app, spec, ordinal), _assignment_volume(app)):
@@ -99,9 +99,9 @@ def build_state_claim(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[s
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {
-            "name": names.state_claim(app.name, ordinal),
+            "name": object_names.state_claim(app.name, ordinal),
             "namespace": app.namespace,
-            "labels": names.app_labels(app.name),
+            "labels": object_names.app_labels(app.name),
             "ownerReferences": claim_owners(app, storage),
         },
         "spec": claim_spec,
@@ -116,15 +116,15 @@ def claim_owners(app: AppRef, storage: StorageSpec) -> list[dict[str, Any]]:
 
 def _state_volume(app: AppRef, spec: StreamsAppSpec, ordinal: int) -> dict[str, Any]:
     if spec.storage is None:
-        return {"name": names.STATE_VOLUME, "emptyDir": {}}
-    claim = {"claimName": names.state_claim(app.name, ordinal)}
-    return {"name": names.STATE_VOLUME, "persistentVolumeClaim": claim}
+        return {"name": object_names.STATE_VOLUME, "emptyDir": {}}
+    claim = {"claimName": object_names.state_claim(app.name, ordinal)}
+    return {"name": object_names.STATE_VOLUME, "persistentVolumeClaim": claim}
 
 
 def _assignment_volume(app: AppRef) -> dict[str, Any]:
     # Optional: the pod starts before the first generation is published, and reads it when it appears.
-    configmap = {"name": names.assignment_configmap(app.name), "optional": True}
-    return {"name": names.ASSIGNMENT_VOLUME, "configMap": configmap}
+    configmap = {"name": object_names.assignment_configmap(app.name), "optional": True}
+    return {"name": object_names.ASSIGNMENT_VOLUME, "configMap": configmap}
 
 
 def _restricted(defaults: dict[str, Any], template: dict[str, Any] | None) -> dict[str, Any]:
@@ -140,14 +140,14 @@ def _mount_state(pod_spec: dict[str, Any]) -> None:
     if not containers or any(_state_dir(container) is not None for container in containers):
         return
     first = containers[0]
-    mount = {"name": names.STATE_VOLUME, "mountPath": names.DEFAULT_STATE_DIR}
+    mount = {"name": object_names.STATE_VOLUME, "mountPath": object_names.DEFAULT_STATE_DIR}
     first["volumeMounts"] = [*(first.get("volumeMounts") or []), mount]
 
 
 def _state_dir(container: dict[str, Any]) -> str | None:
     """Where the container mounts the state volume, if it does."""
     for mount in container.get("volumeMounts") or []:
-        if mount.get("name") == names.STATE_VOLUME and mount.get("mountPath"):
+        if mount.get("name") == object_names.STATE_VOLUME and mount.get("mountPath"):
             return str(mount["mountPath"])
     return None
 
@@ -159,13 +159,13 @@ def _add_env(container: dict[str, Any], app: AppRef, spec: StreamsAppSpec) -> No
     env = list(container.get("env") or [])
     defined = {variable.get("name") for variable in env}
     ours: list[dict[str, Any]] = [
-        {"name": names.POD_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        {"name": names.NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-        {"name": names.APP_ENV, "value": app.name},
-        {"name": names.ASSIGNMENT_CONFIGMAP_ENV, "value": names.assignment_configmap(app.name)},
-        {"name": names.METRICS_PORT_ENV, "value": str(spec.metrics.port)},
+        {"name": object_names.POD_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": object_names.NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": object_names.APP_ENV, "value": app.name},
+        {"name": object_names.ASSIGNMENT_CONFIGMAP_ENV, "value": object_names.assignment_configmap(app.name)},
+        {"name": object_names.METRICS_PORT_ENV, "value": str(spec.metrics.port)},
     ]
     state_dir = _state_dir(container)
     if state_dir is not None:
-        ours.append({"name": names.STATE_DIR_ENV, "value": state_dir})
+        ours.append({"name": object_names.STATE_DIR_ENV, "value": state_dir})
     container["env"] = [variable for variable in ours if variable["name"] not in defined] + env

@@ -17,7 +17,7 @@ from typing import Any
 
 from smoothscale.contract.configmap import configmap_content, from_configmap
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import names
+from smoothscale.control import object_names
 
 from .appref import AppRef
 from .kube import KubeClient, KubeError, core_path
@@ -39,9 +39,9 @@ def build_assignment_configmap(app: AppRef, publication: Publication) -> dict[st
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": names.assignment_configmap(app.name),
+            "name": object_names.assignment_configmap(app.name),
             "namespace": app.namespace,
-            "labels": names.app_labels(app.name),
+            "labels": object_names.app_labels(app.name),
             "ownerReferences": [app.owner_reference()],
         },
         **configmap_content(publication),
@@ -51,7 +51,7 @@ def build_assignment_configmap(app: AppRef, publication: Publication) -> dict[st
 async def load_published(api: KubeClient, app: AppRef) -> Published:
     """What is published now; NOTHING_PUBLISHED when the ConfigMap does not exist yet. Raises
     CorruptAssignment when it holds no publication: nothing may be published over it blindly."""
-    path = core_path(app.namespace, "configmaps", names.assignment_configmap(app.name))
+    path = core_path(app.namespace, "configmaps", object_names.assignment_configmap(app.name))
     try:
         configmap = await api.get(path)
     except KubeError as error:
@@ -69,6 +69,6 @@ async def publish(api: KubeClient, app: AppRef, current: Published, publication:
         written = await api.create(core_path(app.namespace, "configmaps"), body)
     else:
         body["metadata"]["resourceVersion"] = current.resource_version
-        path = core_path(app.namespace, "configmaps", names.assignment_configmap(app.name))
+        path = core_path(app.namespace, "configmaps", object_names.assignment_configmap(app.name))
         written = await api.patch(path, body)
     return Published(publication, str((written.get("metadata") or {}).get("resourceVersion") or "") or None)

@@ -37,7 +37,7 @@ from typing import Any
 from smoothscale.assignor.planner import plan as make_plan
 from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
-from smoothscale.control import names, scrapecadence
+from smoothscale.control import object_names, scrapecadence
 from smoothscale.control import step as control_step
 from smoothscale.control.exposition import scrape_targets
 from smoothscale.control.observed import PodMetrics, ScrapeResult
@@ -317,7 +317,7 @@ class AppReconciler:
 
     async def _list_pods(self) -> list[PodInfo]:
         """The app's pods, as the API server lists them now."""
-        selector = f"{names.APP_LABEL}={self.app.name},{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
+        selector = object_names.managed_selector(self.app.name)
         listed = await self.ctx.api.get(core_path(self.app.namespace, "pods"), {"labelSelector": selector})
         pods = (pod_info(item) for item in listed.get("items") or [])
         return [p for p in pods if p.ordinal is not None]

@@ -17,8 +17,7 @@ from smoothscale.contract.publication import ClientAssignment, Publication
 from smoothscale.control import events as ev
 from smoothscale.control.observed import PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
-from smoothscale.resource import StreamsAppStatus
-from smoothscale.resource import names as resource_names
+from smoothscale.resource import StreamsAppStatus, api_kind
 
 from .appref import AppRef
 from .context import OperatorContext
@@ -174,9 +173,7 @@ class AppReporter:
     async def write_status(self, status: StreamsAppStatus, now: datetime) -> None:
         if not self._due(status, now):
             return
-        path = group_path(
-            resource_names.API_VERSION, self.app.namespace, resource_names.PLURAL, self.app.name, "status"
-        )
+        path = group_path(api_kind.API_VERSION, self.app.namespace, api_kind.PLURAL, self.app.name, "status")
         await self.ctx.api.patch(path, {"status": status.model_dump(mode="json", by_alias=True)})
         self._status_model, self._status_written, self._status_unchanged = status, now, None
 

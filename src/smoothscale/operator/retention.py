@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from smoothscale.control import names
-from smoothscale.resource import StorageSpec
-from smoothscale.resource import names as resource_names
+from smoothscale.control import object_names
+from smoothscale.resource import StorageSpec, api_kind
 
 from .appref import AppRef
 from .kube import KubeClient, KubeError, core_path
@@ -34,7 +33,7 @@ def owners_patch(claim: Mapping[str, Any], owners: list[dict[str, Any]]) -> dict
 
 
 def _is_streamsapp(ref: Mapping[str, Any]) -> bool:
-    return ref.get("kind") == resource_names.KIND and ref.get("apiVersion") == resource_names.API_VERSION
+    return ref.get("kind") == api_kind.KIND and ref.get("apiVersion") == api_kind.API_VERSION
 
 
 def _key(ref: Mapping[str, Any]) -> tuple[object, ...]:
@@ -54,7 +53,7 @@ class ClaimOwnership:
         if storage is None or storage.deletes_with_app == self._kept:
             return
         path = core_path(self.app.namespace, "persistentvolumeclaims")
-        listed = await self.api.get(path, {"labelSelector": f"{names.APP_LABEL}={self.app.name}"})
+        listed = await self.api.get(path, {"labelSelector": f"{object_names.APP_LABEL}={self.app.name}"})
         owners = claim_owners(self.app, storage)
         for claim in listed.get("items") or []:
             patch = owners_patch(claim, owners)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from . import names
+from . import api_kind
 from .app import StreamsApp
 from .openapi import structural_schema
 from .spec import StreamsAppSpec
@@ -88,23 +88,23 @@ def build_crd() -> dict[str, Any]:
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": names.CRD_NAME,
+            "name": api_kind.CRD_NAME,
             "labels": {"app.kubernetes.io/name": "smoothscale", "app.kubernetes.io/part-of": "smoothscale"},
         },
         "spec": {
-            "group": names.GROUP,
+            "group": api_kind.GROUP,
             "names": {
-                "kind": names.KIND,
-                "listKind": names.LIST_KIND,
-                "plural": names.PLURAL,
-                "singular": names.SINGULAR,
-                "shortNames": list(names.SHORT_NAMES),
-                "categories": list(names.CATEGORIES),
+                "kind": api_kind.KIND,
+                "listKind": api_kind.LIST_KIND,
+                "plural": api_kind.PLURAL,
+                "singular": api_kind.SINGULAR,
+                "shortNames": list(api_kind.SHORT_NAMES),
+                "categories": list(api_kind.CATEGORIES),
             },
             "scope": "Namespaced",
             "versions": [
                 {
-                    "name": names.VERSION,
+                    "name": api_kind.VERSION,
                     "served": True,
                     "storage": True,
                     "subresources": {

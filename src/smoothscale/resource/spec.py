@@ -27,7 +27,7 @@ from smoothscale.assignor.models import (
     RecoveryLag,
     WarmupReplicas,
 )
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 from .autoscaling import AutoscalingSpec
 from .base import SpecModel

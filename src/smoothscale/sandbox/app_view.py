@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import kubernetes
 
 from smoothscale.client import from_configmap
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.publication import Publication
 
 

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import kubernetes
 import urllib3
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 from . import invariants
 from .demo import APP, demo_app, demo_tasks

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 from . import environment as env
 from . import invariants

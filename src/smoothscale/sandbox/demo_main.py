@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TextIO
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.resource.crd import crd_yaml
 
 from .addresses import port_free

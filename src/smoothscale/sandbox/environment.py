@@ -1,4 +1,4 @@
-"""The environment variables of `smoothscale worker` beyond Contract 3's (`smoothscale.contract.names`).
+"""The environment variables of `smoothscale worker` beyond Contract 3's (`contract.shared_names`).
 
 The kubelet stand-in sets them for every worker it starts and the command reads them, so both use these
 names. A light module on purpose: `smoothscale --help` imports it.

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import kubernetes
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.publication import Publication
 from smoothscale.sandbox.emulator import EmulatorThread, RunningEmulator, build_emulator
 

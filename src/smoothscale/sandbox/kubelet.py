@@ -42,7 +42,7 @@ from typing import Any
 import kubernetes
 
 from smoothscale.client.follow import Body, Follower, short_error
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 from .podruntime import Container, Launch, PodRuntime
 from .podspec import app_settings, env_sources, grace_seconds, restarts_after, state_volume, unresolved

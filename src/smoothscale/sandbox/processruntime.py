@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 from . import environment as env
 from .addresses import LoopbackAddresses

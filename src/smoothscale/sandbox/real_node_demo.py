@@ -33,7 +33,7 @@ from typing import Any, TextIO
 import kubernetes
 import yaml
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 from . import invariants
 from .app_view import AppReader

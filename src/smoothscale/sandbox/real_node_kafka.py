@@ -21,7 +21,7 @@ from typing import Any
 
 import kubernetes
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 
 from .app_view import AppReader
 from .background import running

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from smoothscale.contract.names import ZONE_LABEL
+from smoothscale.contract.shared_names import ZONE_LABEL
 
 
 def node_name(zone: str) -> str:

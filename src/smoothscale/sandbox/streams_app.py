@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from prometheus_client.parser import text_string_to_metric_families
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract import streams_protocol
 from smoothscale.contract.publication import ClientAssignment, Publication
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from smoothscale.control.names import RESTARTED_AT_ANNOTATION
+from smoothscale.control.object_names import RESTARTED_AT_ANNOTATION
 
 from .api_links import Cut
 from .background import running

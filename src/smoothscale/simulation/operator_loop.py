@@ -33,7 +33,7 @@ from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.control import step as control_step
 from smoothscale.control.failover import Failover
 from smoothscale.control.handover import is_settled
-from smoothscale.control.names import ordinal_of
+from smoothscale.control.object_names import ordinal_of
 from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.probing import fingerprint, holders

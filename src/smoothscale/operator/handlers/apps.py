@@ -6,7 +6,7 @@ from typing import Any
 
 import kopf
 
-from smoothscale.resource import names as resource
+from smoothscale.resource import api_kind as resource
 
 from ..appref import AppRef
 from ..context import OperatorContext

@@ -6,7 +6,7 @@ from typing import Any
 
 import kopf
 
-from smoothscale.control import names
+from smoothscale.control import object_names
 
 from ..context import OperatorContext
 
@@ -14,8 +14,8 @@ from ..context import OperatorContext
 def configure(settings: kopf.OperatorSettings, context: OperatorContext) -> None:
     """kopf settings the operator relies on, whichever way it was started (`smoothscale operator`,
     `kopf run -m smoothscale.operator.entry`, or a test's KopfRunner)."""
-    settings.posting.reporting_component = names.REPORTING_COMPONENT
-    settings.persistence.finalizer = names.FINALIZER
+    settings.posting.reporting_component = object_names.REPORTING_COMPONENT
+    settings.persistence.finalizer = object_names.FINALIZER
     # kopf's progress and diff-base records as annotations, never in `status` (ours, schema-checked).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="smoothscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="smoothscale.io")

@@ -36,11 +36,11 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.contract.configmap import from_configmap
 from smoothscale.contract.publication import Publication
 from smoothscale.contract.version import CONTRACT_VERSION
-from smoothscale.control import names
+from smoothscale.control import object_names
 from smoothscale.sandbox.kubelet import Kubelet
 from smoothscale.sandbox.podruntime import Body, Launch
 from smoothscale.sandbox.podspec import AppSettings
@@ -48,7 +48,7 @@ from smoothscale.sandbox.podspec import AppSettings
 from .server import RunningEmulator
 
 HOST = "127.0.0.1"
-_MANAGED = f"{names.MANAGED_BY_LABEL}={names.MANAGED_BY}"
+_MANAGED = f"{object_names.MANAGED_BY_LABEL}={object_names.MANAGED_BY}"
 _KILLED = 128 + signal.SIGKILL
 
 
@@ -316,7 +316,7 @@ class MemoryContainer:
 
     @property
     def annotations(self) -> Mapping[str, str]:
-        return {names.METRICS_PORT_ANNOTATION: str(self.pod.port)}
+        return {object_names.METRICS_PORT_ANNOTATION: str(self.pod.port)}
 
     def poll(self) -> int | None:
         return self.pod.exit_code

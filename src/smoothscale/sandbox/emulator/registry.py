@@ -13,7 +13,7 @@ from typing import Any
 
 import kmock
 
-from smoothscale.contract import names as contract
+from smoothscale.contract import shared_names as contract
 from smoothscale.resource.crd import build_crd
 
 from .api import ExtendedEmulator

@@ -4,7 +4,7 @@ contract, their one home) and what only the CRD declares (singular, short names,
 
 from typing import Final
 
-from smoothscale.contract.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from smoothscale.contract.shared_names import API_VERSION, GROUP, KIND, PLURAL, VERSION
 
 # Contract 3's names, re-exported from their one home (the client library's contract).
 __all__ = ["API_VERSION", "GROUP", "KIND", "PLURAL", "VERSION"]

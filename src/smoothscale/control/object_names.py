@@ -1,9 +1,9 @@
 """Every label, annotation, object name and environment variable of the operator's objects.
 
 Contract 3's names (the ones an app's pods read too: the app label, the leaving annotation, the ConfigMap's
-keys, the pods' environment) have their one home in the client library's contract (`smoothscale.client.
-contract`), the lowest layer both import; they are named here too so that the operator reads every name from
-one module. The names only the operator uses (as Strimzi's `Annotations.java`) are defined here.
+keys, the pods' environment) have their one home in the contract (`smoothscale.contract.shared_names`), the
+lowest layer both import; they are named here too so that the operator reads every name from one module.
+The names only the operator uses (as Strimzi's `Annotations.java`) are defined here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import functools
 import re
 from typing import Final
 
-from smoothscale.contract.names import (
+from smoothscale.contract.shared_names import (
     APP_ENV,
     APP_LABEL,
     ASSIGNMENT_CONFIGMAP_ENV,
@@ -107,6 +107,12 @@ def state_claim(app: str, ordinal: int) -> str:
 def selector(app: str) -> str:
     """The label selector of an app's pods (`status.selector`, for the scale subresource and autoscalers)."""
     return f"{APP_LABEL}={app}"
+
+
+def managed_selector(app: str) -> str:
+    """The label selector of the app's pods that the operator manages (a pod of the same app label made by
+    anyone else is not the operator's to count or to delete)."""
+    return f"{APP_LABEL}={app},{MANAGED_BY_LABEL}={MANAGED_BY}"
 
 
 def app_labels(app: str) -> dict[str, str]:

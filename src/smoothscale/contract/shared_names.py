@@ -1,8 +1,8 @@
 """The names the operator and an app's pods share (Contract 3), and where the `StreamsApp` kind lives.
 
 Their one home: this is the lowest layer that both the operator and the client library (which runs in the
-app's pods) import, so the operator's `control/names.py` and `resource/names.py`, the sandbox, the API
-emulator and the CLI all read them from here, and a string typed twice cannot drift.
+app's pods) import, so the operator's `control/object_names.py` and `resource/api_kind.py`, the sandbox, the
+API emulator and the CLI all read them from here, and a string typed twice cannot drift.
 """
 
 from __future__ import annotations
