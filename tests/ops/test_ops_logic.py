@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pytest
 
 from smoothscale.cli.ops_drain import drain_refusal
-from smoothscale.cli.ops_explain import explain_lines, observation, replan
+from smoothscale.cli.ops_explain import NoPlan, explain_lines, observation, replan
 from smoothscale.cli.ops_scale import parse_to
 from smoothscale.cli.ops_status import pod_rows, render, summary
 from smoothscale.cli.ops_swap import swap_patch
 from smoothscale.contract.publication import ClientAssignment, Publication, Revocation
-from smoothscale.control.observed import PodMetrics
+from smoothscale.control.observed import FailureReason, PodMetrics, ScrapeFailure
 from smoothscale.control.pods import PodInfo
 from smoothscale.resource import load_spec
 
@@ -144,6 +144,9 @@ def test_the_summary_gives_a_migrations_progress_and_eta() -> None:
     assert lines[4] == "  warming 1_3 on orders-4: 10000 records left"
 
 
+AROUND = "planned as the operator plans around a pod it cannot scrape"
+
+
 def test_explain_names_the_published_roles_the_hand_over_and_the_plans_reason() -> None:
     spec = load_spec(
         {
@@ -164,4 +167,23 @@ def test_explain_names_the_published_roles_the_hand_over_and_the_plans_reason() 
     assert lines[0] == "task 0_3 (generation 7): nowhere"
     assert lines[1] == "hand-over: revoked from orders-2 in generation 7, waiting for that pod to stop it"
     assert lines[3].startswith("why: ") and len(lines[3]) > len("why: ")
-    assert lines[-1] == "note: no metrics from orders-9 (counted as reporting no lag)"
+    assert lines[-1] == f"note: no metrics from orders-9 from here, {AROUND}"
+
+
+def test_explain_decides_about_a_pod_it_cannot_scrape_as_the_operator_does() -> None:
+    """A pod holding tasks whose metrics the command cannot reach is not a pod reporting lag 0: the
+    operator's step holds planning for it, and the command says so, naming the pod."""
+    spec = load_spec(
+        {
+            "replicas": 3,
+            "template": {"spec": {"containers": [{"name": "app", "image": "orders:1"}]}},
+            "topology": {"subtopologies": [{"name": "0", "partitions": 4, "inputTopics": ["in"]}]},
+        }
+    )
+    results = {
+        "orders-0": PodMetrics(lags={"0_0": 0, "0_1": 0, "0_2": 0}, generation=7),
+        "orders-1": ScrapeFailure(FailureReason.UNREACHABLE, "GET http://10.0.0.2:8080/metrics: timed out"),
+        "orders-2": PodMetrics(lags={"0_3": 0}, generation=7),
+    }
+    with pytest.raises(NoPlan, match=r"the operator would not plan now: .*orders-1"):
+        replan(observation("orders", spec, [pod(0), pod(1), pod(2)], {}, PUBLISHED, results, NOW))

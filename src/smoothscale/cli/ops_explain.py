@@ -6,10 +6,11 @@ own round on it: `control.step.step`, the function the reconciler calls, on a fr
 starts now: its averaged rates and changelog lengths start from what the pods report now). The step decides
 the pod set, whether to plan and the planner's input exactly as the operator would; the plan it makes is the
 one explained, with the task's published roles and its roles in the plan's balanced target. When the step
-would not plan (a pod holding tasks reports nothing, no pod stays), the command says why instead. Pods whose
-metrics cannot be reached from where the command runs count as reporting no lag, as they would for the
-operator's first plan, and Kafka is not read (racks and changelog ends then come from the spec and the
-pods); the output says so.
+would not plan (a pod holding tasks reports nothing, no pod stays), the command says why instead. A pod
+whose metrics cannot be reached from where the command runs is observed as the operator observes a pod it
+cannot scrape (the failure, not a lag of 0), so the step decides about it as the operator's would; the output
+names such pods, since from outside the cluster the reason may be the command's place, not the pod. Kafka is
+not read (racks and changelog ends then come from the spec and the pods); the output says so too.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import click
 from smoothscale.cli.ops_kube import Kube, OpsUsageError, kube_options, pod_metrics
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.control import step as control_step
-from smoothscale.control.observed import PodMetrics
+from smoothscale.control.observed import ScrapeFailure, ScrapeResult
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.snapshot import task_ids
 from smoothscale.control.step import Observation
@@ -40,12 +41,11 @@ def observation(
     pods: Sequence[PodInfo],
     zones: Mapping[str, str],
     publication: Publication,
-    metrics: Mapping[str, PodMetrics],
+    metrics: Mapping[str, ScrapeResult],
     now: datetime,
 ) -> Observation:
-    """What an operator's round would observe of `app`, as far as the command can see it: a pod that can
-    take part in planning but whose metrics the command could not reach reports no lag (the note says so)."""
-    unreached = {p.name: PodMetrics() for p in pods if p.schedulable_client and p.name not in metrics}
+    """What an operator's round would observe of `app`, as far as the command can see it (a pod it could not
+    scrape with the failure the operator would record)."""
     return Observation(
         now=now,
         app=app,
@@ -56,7 +56,7 @@ def observation(
         previous_status=None,
         pods=pods,
         zones=zones,
-        results={**unreached, **metrics},
+        results=metrics,
         published=publication,
         revision=template_revision(spec),
     )
@@ -123,8 +123,14 @@ def explain_lines(task: str, publication: Publication, plan: Plan, unreached: Se
     else:
         lines.append("stable: the task stays where the target puts it")
     if unreached:
-        lines.append(f"note: no metrics from {', '.join(unreached)} (counted as reporting no lag)")
+        lines.append(
+            f"note: {_unreached(unreached)}, planned as the operator plans around a pod it cannot scrape"
+        )
     return lines
+
+
+def _unreached(pods: Sequence[str]) -> str:
+    return f"no metrics from {', '.join(pods)} from here"
 
 
 @click.command("explain")
@@ -147,11 +153,16 @@ def explain_command(kube: Kube, app: str, task: str) -> None:
     publication = kube.publication(app) or EMPTY
     metrics = pod_metrics(pods, spec.metrics)
     seen = observation(app, spec, pods, kube.zones(pods), publication, metrics, datetime.now(UTC))
+    unreached = [pod for pod, result in metrics.items() if isinstance(result, ScrapeFailure)]
     try:
         plan = replan(seen).plan
     except NoPlan as why:
-        raise click.ClickException(str(why)) from None
-    unreached = [p.name for p in pods if p.schedulable_client and p.name not in metrics]
+        where = (
+            f" ({_unreached(unreached)}: run it where the pods' metrics port is reachable)"
+            if unreached
+            else ""
+        )
+        raise click.ClickException(f"{why}{where}") from None
     for line in explain_lines(task, publication, plan, unreached):
         click.echo(line)
     if spec.kafka is not None:

@@ -9,6 +9,7 @@ and the namespace, never a stack trace of a 404.
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from smoothscale.control.zones import node_zone
 from smoothscale.resource import MetricsSpec, api_kind
 
 if TYPE_CHECKING:
-    from smoothscale.control.observed import PodMetrics
+    from smoothscale.control.observed import ScrapeResult
 
 SCRAPE_TIMEOUT = 2.0
 """Seconds to wait for one pod's metrics: `status` and `explain` are interactive."""
@@ -172,17 +173,22 @@ def change(dry_run: bool, description: str, apply: Callable[[], object]) -> None
     click.echo(description[0].upper() + description[1:])
 
 
-def pod_metrics(pods: list[PodInfo], metrics: MetricsSpec) -> dict[str, PodMetrics]:
-    """The pods' metrics, scraped as the operator does (pods that do not answer are left out: from
-    outside the cluster pod IPs are often unreachable, and the commands then show what the status says)."""
+def pod_metrics(pods: list[PodInfo], metrics: MetricsSpec) -> dict[str, ScrapeResult]:
+    """The pods' metrics, scraped as the operator does, and for a pod that does not answer the failure the
+    operator would record (from outside the cluster pod IPs are often unreachable: the commands say so)."""
     # The reader loads prometheus-client's parser: only when a command scrapes.
     from smoothscale.control.exposition import InvalidMetricsError, parse_metrics, scrape_targets  # noqa: PLC0415
+    from smoothscale.control.observed import FailureReason, ScrapeFailure  # noqa: PLC0415
 
-    out: dict[str, PodMetrics] = {}
+    out: dict[str, ScrapeResult] = {}
     for pod, url in scrape_targets(pods, metrics).items():
         try:
             with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT) as response:
                 out[pod] = parse_metrics(response.read().decode(), metrics.names)
-        except (OSError, InvalidMetricsError):
-            continue
+        except urllib.error.HTTPError as error:
+            out[pod] = ScrapeFailure(FailureReason.HTTP_ERROR, f"GET {url}: HTTP {error.code}")
+        except OSError as error:
+            out[pod] = ScrapeFailure(FailureReason.UNREACHABLE, f"GET {url}: {error}")
+        except InvalidMetricsError as error:
+            out[pod] = ScrapeFailure(FailureReason.INVALID_METRICS, f"GET {url}: {error}")
     return out

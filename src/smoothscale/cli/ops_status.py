@@ -11,18 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from smoothscale.cli.ops_kube import Kube, kube_options, pod_metrics
 from smoothscale.contract.publication import Publication
+from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo
 from smoothscale.control.zones import pod_zone
 from smoothscale.resource import MetricsSpec, StreamsAppSpec
-
-if TYPE_CHECKING:
-    from smoothscale.control.observed import PodMetrics
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class PodRow:
 def pod_rows(
     pods: Sequence[PodInfo],
     publication: Publication | None,
-    metrics: Mapping[str, PodMetrics],
+    metrics: Mapping[str, ScrapeResult],
     zones: Mapping[str, str],
 ) -> list[PodRow]:
     """One row per pod, plus one per pod the publication still names that no longer exists."""
@@ -51,13 +49,14 @@ def pod_rows(
         roles = assignment.get(name)
         pod = listed.get(name)
         scraped = metrics.get(name)
+        lag = sum(scraped.lags.values()) if isinstance(scraped, PodMetrics) else None
         rows.append(
             PodRow(
                 pod=name,
                 actives=len(roles.active) if roles else 0,
                 standbys=len(roles.standby) if roles else 0,
                 warmups=len(roles.warmup) if roles else 0,
-                lag=sum(scraped.lags.values()) if scraped is not None else None,
+                lag=lag,
                 zone=(pod_zone(pod.node, zones) or "-") if pod else "-",
                 leaving=_leaving(pod),
                 ready=pod.ready if pod else False,
