@@ -77,6 +77,9 @@ def test_a_round_sets_copies_conditions_lag_and_the_migrations_eta() -> None:
     )
     rounds.round(decisions, published, {"node-a": "zone-a", "node-b": "zone-b"}, kafka_failed=True)
     assert value(metrics, "smoothscale_operator_rounds_total") == 1
+    rounds.repeated()
+    assert value(metrics, "smoothscale_operator_rounds_total") == 2
+    assert value(metrics, "smoothscale_operator_rounds_repeated_total") == 1
     assert value(metrics, "smoothscale_operator_pod_tasks", pod="orders-0", zone="zone-a", role="active") == 2
     assert value(metrics, "smoothscale_operator_pod_tasks", pod="orders-1", zone="zone-b", role="warmup") == 1
     ready = {"type": "Ready", "status": "False", "reason": "TasksUnassigned"}

@@ -65,7 +65,17 @@ class OperatorMetrics:
             "smoothscale_operator_reconcile_errors", "Reconciliations that failed.", _APP, registry=r
         )
         self.rounds = Counter(
-            "smoothscale_operator_rounds", "Rounds (reconciliations) run.", _APP, registry=r
+            "smoothscale_operator_rounds",
+            "Rounds (reconciliations) run, repeated ones included.",
+            _APP,
+            registry=r,
+        )
+        self.rounds_repeated = Counter(
+            "smoothscale_operator_rounds_repeated",
+            "Rounds that observed what the last step observed before any of its rules fell due: its decisions"
+            " stood and the step was not run again.",
+            _APP,
+            registry=r,
         )
         self.pod_tasks = Gauge(
             "smoothscale_operator_pod_tasks",
@@ -145,6 +155,7 @@ class OperatorMetrics:
         ProcessCollector(registry=r)  # process_cpu_seconds_total and the others: the operator's CPU
         self._per_app: tuple[Counter | Gauge | Histogram, ...] = (
             self.rounds,
+            self.rounds_repeated,
             self.pod_tasks,
             self.lag,
             self.condition,

@@ -152,6 +152,7 @@ class AppReconciler:
         last = self._last
         if last is not None and last.repeats(observed):
             # the last step's decisions stand: nothing observed changed and no rule's moment has come
+            self.round_metrics.repeated()
             status = await self.autoscaling.round(observed, self.memory, last.decisions)
             if status is not None:
                 await self.report.write_status(status, observed.now)

@@ -2,9 +2,9 @@
 conditions, the migration's progress and ETA, assignor fallbacks, lost pods, Kafka errors.
 
 The chart's alert rules and Grafana dashboard read them (docs/alerts.md). A round that observes what the
-last step observed is not decided again (`control.step.Stepped.repeats`) and writes nothing here; of the
-others, each group is recomputed only when its inputs are other objects than last time, and a series is
-written only when it changed.
+last step observed is not decided again (`control.step.Stepped.repeats`): it counts as a round, and as a
+repeated one, and writes nothing else. Of the others, each group is recomputed only when its inputs are
+other objects than last time, and a series is written only when it changed.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class RoundMetrics:
         # Counters exist from the app's first round on, at 0: a rate over them is 0, not "no data".
         for counter in (
             metrics.rounds,
+            metrics.rounds_repeated,
             metrics.assignor_fallbacks,
             metrics.pods_lost,
             metrics.kafka_errors,
@@ -70,6 +71,11 @@ class RoundMetrics:
             self._conditions_of(decisions.status)
         if decisions.progress is not self._progress:
             self._migration(decisions.progress)
+
+    def repeated(self) -> None:
+        """A round whose step was not run again: its observation was the last step's (the time aside)."""
+        self._metrics.rounds.labels(*self._labels).inc()
+        self._metrics.rounds_repeated.labels(*self._labels).inc()
 
     def _place(self, published: Publication, pods: Sequence[PodInfo], zones: Mapping[str, str]) -> None:
         """`pod_tasks`: each pod's copies by role, with its zone."""
