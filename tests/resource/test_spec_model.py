@@ -13,7 +13,7 @@ from smoothscale.resource import (
     StreamsApp,
     StreamsAppSpec,
     UpdateStrategy,
-    names,
+    api_kind,
     scaling_policy,
 )
 
@@ -34,8 +34,8 @@ def test_example_parses_as_a_whole_object(example: Json) -> None:
 
 def test_whole_object_literals_are_the_registered_names() -> None:
     app = StreamsApp.model_validate({"spec": _minimal()})
-    assert app.api_version == names.API_VERSION
-    assert app.kind == names.KIND
+    assert app.api_version == api_kind.API_VERSION
+    assert app.kind == api_kind.KIND
 
 
 def test_whole_object_rejects_another_kind() -> None:

@@ -1,7 +1,7 @@
 """The `StreamsApp` resource (Contract 2, docs/architecture.md): models, validation, planner config.
 
 Import from here; the submodules each hold one concern (`spec`, `autoscaling`, `kafka`, `status`,
-`kafkastatus`, `app`, `validation`, `planner`, `openapi`, `names`, `fields`).
+`kafkastatus`, `app`, `validation`, `planner`, `openapi`, `api_kind`, `fields`).
 """
 
 from .app import StreamsApp
