@@ -298,6 +298,7 @@ def steady_state(
         scrapes = c.pods.scrapes - scrapes_before
         rss = _rss_mb(pid)
         # then a scale-out of SCALED_APPS of them by two pods each, its warmups and hand-overs in the window
+        print(f"scale-out window of {window:.0f} s starts: operator pid {pid}", file=sys.stderr, flush=True)
         cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
         for index in range(min(SCALED_APPS, apps)):
             c.scale(f"app{index:03d}", 12)
