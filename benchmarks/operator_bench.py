@@ -302,7 +302,11 @@ def steady_state(
         cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
         for index in range(min(SCALED_APPS, apps)):
             c.scale(f"app{index:03d}", 12)
-        time.sleep(window)
+        unstable_until = wall_before  # the last moment an app was seen not Stable
+        while time.monotonic() - wall_before < window:
+            if c.stable_apps() < apps:
+                unstable_until = time.monotonic()
+            time.sleep(0.5)
         scaling_cpu = _cpu_seconds(pid) - cpu_before
         scaling_wall = time.monotonic() - wall_before
         violations = len(c.pods.violations)
@@ -323,6 +327,8 @@ def steady_state(
         "rss_mb": round(rss, 1),
         "scale_out_apps": min(SCALED_APPS, apps),
         "scale_out_cpu_percent_of_core": round(100 * scaling_cpu / scaling_wall, 2),
+        # when every app was Stable again, for good within the window (the window's length: not by then)
+        "scale_out_stable_after_seconds": round(unstable_until - wall_before, 1),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "violations": violations,
     }
