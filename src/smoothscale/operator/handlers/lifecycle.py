@@ -32,7 +32,7 @@ def configure(settings: kopf.OperatorSettings, context: OperatorContext) -> None
     `kopf run -m smoothscale.operator.entry`, or a test's KopfRunner)."""
     settings.posting.reporting_component = object_names.REPORTING_COMPONENT
     settings.persistence.finalizer = object_names.FINALIZER
-    # kopf's progress and diff-base records as annotations, never in `status` (ours, schema-checked).
+    # kopf's progress records as annotations, never in `status` (ours, schema-checked); no diff-base.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="smoothscale.io")
     settings.persistence.diffbase_storage = _NoDiffBase()
     settings.peering.name = context.config.peering
