@@ -303,6 +303,19 @@ def _scrape(pod: dict[str, Any], port: int, path: str) -> PodReport:
     return PodReport(True, lags, generation, fallbacks, failovers)
 
 
+def spec_generation(sandbox: AppSource, app: str) -> int:
+    """The app's spec generation now: a wait that follows a change waits for the operator to observe it."""
+    return int(sandbox.app(app)["metadata"].get("generation") or 0)
+
+
+def generation_observed(sandbox: AppSource, app: str, generation: int) -> bool:
+    """Whether the operator's status says it has acted on the spec of `generation` (or a later one): until
+    then, an app settled on the previous spec has not even begun the change (a loaded operator's round may
+    come a few seconds after the patch)."""
+    status = sandbox.app(app).get("status") or {}
+    return int(status.get("observedGeneration") or 0) >= generation
+
+
 def settle(
     sandbox: AppSource,
     app: str,
@@ -320,12 +333,11 @@ def settle(
     generation) and `also` holds; the settled snapshot, or None after `timeout` seconds. `min_seconds` gives
     the operator time to react to a change that does not touch the spec (a crash)."""
     started = time.time()
-    wanted = int(sandbox.app(app)["metadata"].get("generation") or 0)
+    wanted = spec_generation(sandbox, app)
     while time.time() - started < timeout:
         snapshot = observe(sandbox, app, step, group_view, reports)
         on_snapshot(snapshot)
-        status = sandbox.app(app).get("status") or {}
-        observed = int(status.get("observedGeneration") or 0) >= wanted
+        observed = generation_observed(sandbox, app, wanted)
         if observed and snapshot.settled and also(snapshot) and time.time() - started >= min_seconds:
             return snapshot
         time.sleep(sample_seconds)

@@ -23,6 +23,7 @@ from smoothscale.contract.publication import ClientAssignment, Publication
 
 from .harness import Sandbox
 from .kafka_streams import SampleApp, describe_streams_group
+from .observe import generation_observed, spec_generation
 
 
 def streams_app(
@@ -116,19 +117,6 @@ def ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _generation(sandbox: Sandbox, app: str) -> int:
-    """The app's spec generation now: a settle that follows a change waits for the operator to observe it."""
-    return int(sandbox.app(app)["metadata"].get("generation") or 0)
-
-
-def _observed(sandbox: Sandbox, app: str, generation: int) -> bool:
-    """Whether the operator's status says it has acted on the spec of `generation` (or a later one): until
-    then, an app settled on the previous spec has not even begun the change (a loaded operator's round may
-    come a few seconds after the patch)."""
-    status = sandbox.app(app).get("status") or {}
-    return int(status.get("observedGeneration") or 0) >= generation
-
-
 def settle(
     sandbox: Sandbox, kafka: SampleApp, replicas: int, tasks: int, timeout: float = 300
 ) -> dict[str, set[str]]:
@@ -137,7 +125,7 @@ def settle(
     that view."""
     deadline = time.monotonic() + timeout
     seen: object = None
-    wanted = _generation(sandbox, kafka.app)
+    wanted = spec_generation(sandbox, kafka.app)
     while time.monotonic() < deadline:
         listed = [p for p in sandbox.pods(kafka.app) if not p["metadata"].get("deletionTimestamp")]
         pods = {p["metadata"]["name"] for p in listed if ready(p)}
@@ -147,7 +135,7 @@ def settle(
         except (KafkaException, TimeoutError):  # the coordinator is loading, moving, or slow to answer
             view = {}
         if (
-            _observed(sandbox, kafka.app, wanted)
+            generation_observed(sandbox, kafka.app, wanted)
             and publication is not None
             and len(pods) == len(listed) == replicas
         ):
@@ -210,7 +198,7 @@ def settle_streams_protocol(
     operator published, every task active once, balanced over the pods, the plugin its assignor; that plan."""
     deadline = time.monotonic() + timeout
     seen: object = None
-    wanted = _generation(sandbox, app)
+    wanted = spec_generation(sandbox, app)
     while time.monotonic() < deadline:
         listed = [p for p in sandbox.pods(app) if not p["metadata"].get("deletionTimestamp")]
         ready_pods = {p["metadata"]["name"] for p in listed if ready(p)}
@@ -220,7 +208,7 @@ def settle_streams_protocol(
         except (RuntimeError, subprocess.TimeoutExpired):  # the coordinator is loading or moving
             view = None
         if (
-            _observed(sandbox, app, wanted)
+            generation_observed(sandbox, app, wanted)
             and publication is not None
             and view is not None
             and len(ready_pods) == len(listed) == replicas
