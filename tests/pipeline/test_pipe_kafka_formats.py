@@ -95,6 +95,10 @@ EXPECTED: dict[str, set[tuple[str, datetime, tuple[str, ...]]]] = {
     "streams-2.7-probing-epoch-ms.log": {
         ("regular-probing", datetime(2026, 1, 12, 8, 10, 0, 80000), (f"{FRAUD}-StreamThread-1",)),
     },
+    "consumer-4.3-coordinator-loading.log": {
+        # the coordinator's node is written `isFenced: false`: no fencing
+        ("coordinator-loss", datetime(2026, 11, 20, 7, 0, 3, 85000), ("consumer-ledger-1",)),
+    },
     "streams-2.8-kubernetes-cri.log": {
         ("coordinator-loss", datetime(2026, 7, 1, 8), (f"{SHIPPING}-StreamThread-1-consumer",)),
         ("never-stabilised", datetime(2026, 7, 1, 8, 0, 0, 5000), (SHIPPING,)),

@@ -239,6 +239,10 @@ def test_each_incident_at_its_time_with_its_members(result: AnalyzeResult, run: 
         .collect()
     )
     found = sorted((step_of(run, d["ts"]), d["kind"], sorted(d["members"])) for d in diagnosed)
+    # A broker that has just started may still be loading the group's offsets partition when shop-0 first
+    # joins ("JoinGroup failed: Coordinator ... is loading the group"): a coordinator incident of the start,
+    # rightly diagnosed, and none of the four.
+    found = [f for f in found if f[:2] != ("start", "coordinator-loss")]
     first, joined, slow = (consumer(run, pod) for pod in ("shop-0", "shop-1", "shop-2"))
     replacement = consumer(run, "shop-0", 2)
     # The coordinator picks the new leader among the members that rejoined: either will do.
@@ -279,7 +283,9 @@ def test_the_rebalance_table(result: AnalyzeResult, run: Run) -> None:
         (row,) = [r for r in table if step_of(run, r["start"]) == step and reason in (r["reason"] or "")]
         return row
 
-    scaled = [r for r in table if step_of(run, r["start"]) == "scale-out"]
+    # The scale-out's generations are those it completed: one that began just before the kill (a follow-up
+    # or a probe) waits for the killed member until its session expires, and completes without it.
+    scaled = [r for r in table if step_of(run, r["end"]) == "scale-out"]
     assert [r["member_count"] for r in scaled] == sorted(r["member_count"] for r in scaled)
     assert set(scaled[-1]["members"]) == {first, joined, slow}
     # The first generation without the killed instance's member. Its session expires in a stable group,

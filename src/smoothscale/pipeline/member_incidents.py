@@ -56,7 +56,9 @@ ROUND_FAILED = r"(?i)rebalanc|generation|not aware of this member|unknown member
 COMMIT_AFTER_REBALANCE = (
     r"(?i)rebalanc|not part of an active group|not aware of this member|generation|kicked out|member epoch"
 )
-FENCED = r"(?i)fenced"
+FENCED = r"(?i)(?<!is)fenced"
+"""A member fenced; not a node's description (`... rack: null isFenced: false)`, 4.x), which a JoinGroup
+failure about the coordinator ("is loading the group") names."""
 REJOIN_ON_COORDINATOR = (
     r"(?i)rebalance failed due to .*(?:not the correct coordinator|coordinator is not available)"
 )
