@@ -1,5 +1,6 @@
-"""The scrape's cadence (`control.scrapecadence`): every pod every round while the app moves, each pod once
-per steady interval while it is steady, and a pod never read at once."""
+"""The scrape's cadence (`control.scrapecadence`): the pods a decision waits on every round (all of them
+after a change the step did not see), each other pod once per steady interval, and a pod never read at
+once."""
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,13 +11,20 @@ CADENCE = ScrapeCadence(interval=1.0, steady_interval=15.0)
 PODS = [f"pod-{n}" for n in range(5)]
 
 
-def test_a_moving_app_reads_every_pod_every_round() -> None:
-    assert due(PODS, dict.fromkeys(PODS, 99.5), 100.0, steady=False, cadence=CADENCE) == frozenset(PODS)
+def test_a_change_the_step_did_not_see_reads_every_pod() -> None:
+    assert due(PODS, dict.fromkeys(PODS, 99.5), 100.0, read_often=None, cadence=CADENCE) == frozenset(PODS)
+
+
+def test_a_moving_app_reads_the_pods_it_waits_on_every_round_and_the_others_at_the_steady_cadence() -> None:
+    last = {"pod-0": 99.5, "pod-1": 99.5, "pod-2": 85.0, "pod-3": 99.5}
+    assert due(PODS, last, 100.0, read_often={"pod-1"}, cadence=CADENCE) == {"pod-1", "pod-2", "pod-4"}
 
 
 def test_a_steady_app_reads_a_new_pod_at_once_and_the_others_when_their_interval_is_up() -> None:
     last = {"pod-0": 90.0, "pod-1": 85.0, "pod-2": 99.0}
-    assert due(["pod-0", "pod-1", "pod-2", "pod-3"], last, 100.0, steady=True, cadence=CADENCE) == {
+    assert due(
+        ["pod-0", "pod-1", "pod-2", "pod-3"], last, 100.0, read_often=frozenset(), cadence=CADENCE
+    ) == {
         "pod-1",
         "pod-3",
     }
@@ -30,7 +38,7 @@ def test_a_steady_pod_is_read_about_once_per_steady_interval(gaps: list[float], 
     now, last = 0.0, {"pod-0": 0.0}
     for gap in gaps:
         now += gap
-        if due(["pod-0"], last, now, steady=True, cadence=cadence):
+        if due(["pod-0"], last, now, read_often=frozenset(), cadence=cadence):
             assert now - last["pod-0"] >= steady - 0.5
             last["pod-0"] = now
         assert now - last["pod-0"] < steady + 1.1
@@ -40,7 +48,7 @@ def test_an_app_at_rest_sleeps_until_its_first_pod_is_due_a_steady_read() -> Non
     cadence = CADENCE
     read = {"orders-0": 100.0, "orders-1": 104.0}
     assert next_read_in(read, 101.0, cadence) == 13.5
-    assert not due(read, read, 101.0 + 13.4, steady=True, cadence=cadence)
-    assert due(read, read, 101.0 + 13.5, steady=True, cadence=cadence) == {"orders-0"}
+    assert not due(read, read, 101.0 + 13.4, read_often=frozenset(), cadence=cadence)
+    assert due(read, read, 101.0 + 13.5, read_often=frozenset(), cadence=cadence) == {"orders-0"}
     assert next_read_in(read, 200.0, cadence) == 1.0, "never less than a round's interval"
     assert next_read_in({}, 200.0, cadence) == 1.0

@@ -82,6 +82,11 @@ class Work:
     def records_left(self) -> int:
         return sum(m.records for moves in (self.warming, self.queued, self.restoring) for m in moves)
 
+    @property
+    def pods(self) -> frozenset[str]:
+        """The pods a copy is restoring on, or queued for: their lags decide when the migration goes on."""
+        return frozenset(m.pod for moves in (self.warming, self.queued, self.restoring) for m in moves)
+
 
 @dataclass(frozen=True)
 class CopyEstimate:

@@ -1,38 +1,46 @@
-"""Which pods a round reads: every pod while anything moves, a steady app's pods at a slower cadence.
+"""Which pods a round reads: the pods a decision waits on every round, the others at a slower cadence.
 
-A pod's lag matters while something moves (a warmup catching up, a hand-over, a pod starting or leaving) and
-hardly while nothing does: a steady app's pods report the same lag round after round. So a steady app (the
-last step found it at rest: `Decisions.at_rest`, `step.Stepped.steady`) has each pod read once every
-`steady_interval`, and anything that breaks the steadiness (a new generation, a pod event, a lag or rate
-that changed in the last read, a scrape failure) has the next round read every pod again. Scraping less,
-rather than more cheaply, is what keeps a steady operator's CPU low at a thousand pods.
+A pod's lag matters while something moves on it (a warmup catching up, a hand-over, a pod starting or
+leaving) and hardly otherwise: a pod that neither gains nor gives up a task reports the same lag round after
+round. So the step names the pods its decisions wait on (`Decisions.read_often`: none for an app at rest,
+`step.Stepped.read_often`), the round reads those every `interval` and each other pod once every
+`steady_interval`, and anything the step did not see (a new spec, a pod event) has the next round read every
+pod again. Scraping less, rather than more cheaply, is what keeps the operator's CPU low at a thousand pods,
+steady and while ten apps scale out at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class ScrapeCadence:
-    """How often a pod is read: every round while the app moves, every `steady_interval` seconds (at least
-    every round's `interval`) while it is steady."""
+    """How often a pod is read: every round while a decision waits on it, every `steady_interval` seconds
+    (at least every round's `interval`) otherwise."""
 
     interval: float
     steady_interval: float
 
 
 def due(
-    pods: Iterable[str], last_read: Mapping[str, float], now: float, *, steady: bool, cadence: ScrapeCadence
+    pods: Iterable[str],
+    last_read: Mapping[str, float],
+    now: float,
+    *,
+    read_often: Collection[str] | None,
+    cadence: ScrapeCadence,
 ) -> frozenset[str]:
-    """The pods to read now (`now` and `last_read` on one monotonic clock): all of them unless the app is
-    steady; then each pod not read within the steady interval, and a pod never read."""
-    if not steady:
+    """The pods to read now (`now` and `last_read` on one monotonic clock): the pods of `read_often` (None:
+    all of them), each other pod not read within the steady interval, and a pod never read."""
+    if read_often is None:
         return frozenset(pods)
     # a round that starts slightly early must not push a pod's read back by a whole interval
     stale = now - max(cadence.steady_interval, cadence.interval) + cadence.interval / 2
-    return frozenset(pod for pod in pods if (read := last_read.get(pod)) is None or read <= stale)
+    return frozenset(
+        pod for pod in pods if pod in read_often or (read := last_read.get(pod)) is None or read <= stale
+    )
 
 
 def next_read_in(last_read: Mapping[str, float], now: float, cadence: ScrapeCadence) -> float:

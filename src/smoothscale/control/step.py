@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from smoothscale.assignor.models import Plan, Snapshot
+from smoothscale.assignor.models import Plan, Snapshot, caught_up
 from smoothscale.contract.publication import EMPTY, ClientAssignment, Publication
 
 from ..resource import (
@@ -50,13 +50,13 @@ from . import failover, streamsassignor
 from .appreport import AppReport, observe_app_report, report_problems
 from .autoscale import ScaleDownHold, recommended_replicas, staying_current
 from .failover import Failover, Leases, without_expired
-from .handover import HandOverWait
+from .handover import HandOverWait, barrier_pending
 from .learnedtopology import with_reported_topology
 from .observed import PodMetrics, ScrapeFailure, ScrapeResult
 from .planning import PlanningDecision, PlanningInput, decide_planning
 from .pods import PodInfo
 from .probing import Fingerprint, PlanMemory, fingerprint, holders, settled
-from .progress import Progress, RestoreMeter, remaining_work
+from .progress import Progress, RestoreMeter, Work, remaining_work
 from .rates import ProcessRates, owner_rates
 from .scaling import PodSetInput, PodSetPlan, as_planned, plan_pod_set
 from .snapshot import (
@@ -224,6 +224,9 @@ class RoundMemory:
     """The plan the last step asked for: only its answer is taken (`Observation.plan`)."""
     held_for: tuple[str, ...] = ()
     """The pods planning was last held for (journaled when it changes)."""
+    assigned_in: Mapping[str, int] = field(default_factory=dict)
+    """The generation in which each pod's assignment last changed, as far as the generations this memory
+    decided tell (`_assigned_in`): a pod that has applied it runs what it is to run, whatever came after."""
 
     @property
     def desired(self) -> Mapping[str, ClientAssignment] | None:
@@ -265,6 +268,9 @@ class Decisions:
     """The migration in progress and its ETA (None while no task moves)."""
     at_rest: bool = False
     """Nothing in motion and nothing decided (`_at_rest`): the pods may be read at the steady cadence."""
+    read_often: frozenset[str] | None = None
+    """The pods whose next reads the decisions wait on (`_read_often`), read every round while the others
+    are read at the steady cadence (`scrapecadence`); None: every pod every round. Empty when at rest."""
     planning: PlanningDecision = field(default_factory=PlanningDecision)
     """Whether a plan was due, and what holds or delays it (`explain` says it)."""
     plan_wanted: PlanRequest | None = None
@@ -304,11 +310,13 @@ class Stepped:
             and replace(seen, now=self.seen.now, plan=self.seen.plan) == self.seen
         )
 
-    def steady(self, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> bool:
-        """Whether the app is steady for the round about to observe `spec` and `pods`: this step found it
-        at rest (`Decisions.at_rest`) and they are the ones it saw. Only then may the round read its pods
-        at the steady cadence (`scrapecadence`): anything else is in motion and reads every pod."""
-        return self.decisions.at_rest and self.seen.spec == spec and self.seen.pods == pods
+    def read_often(self, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> frozenset[str] | None:
+        """The pods the round about to observe `spec` and `pods` reads every round (`scrapecadence`): the
+        ones this step's decisions wait on (`Decisions.read_often`: none when it found the app at rest)
+        if `spec` and `pods` are the ones it saw; else every pod (None): a change reads them all."""
+        if self.seen.spec != spec or self.seen.pods != pods:
+            return None
+        return self.decisions.read_often
 
 
 def initial_memory(now: datetime) -> RoundMemory:
@@ -457,7 +465,8 @@ def _decide(
     if seen.published is not None and working is not None:
         after = replace(after, waits=_wait(after.waits, seen, working, without_expired(pods, after.leases)))
         publish = after.waits.next(published, _aimed(config, after, published))
-    after, progress = _progress(after, seen, working, pods, publish or published, config)
+        after = _assigned_in(after, published, publish)
+    after, progress, work = _progress(after, seen, working, pods, publish or published, config)
     status = (
         _status(after, seen, working, pods, publish or published, decision.held_for, failures, progress)
         if config.status
@@ -477,7 +486,9 @@ def _decide(
         progress=progress,
         planning=decision,
     )
-    return replace(decisions, at_rest=_at_rest(after, seen, decisions)), after, said.wake
+    at_rest = _at_rest(after, seen, decisions)
+    read_often = frozenset() if at_rest else _read_often(after, seen, pods, publish or published, work)
+    return replace(decisions, at_rest=at_rest, read_often=read_often), after, said.wake
 
 
 def _observed(
@@ -571,6 +582,48 @@ def _at_rest(memory: RoundMemory, seen: Observation, decisions: Decisions) -> bo
     )
 
 
+def _read_often(
+    memory: RoundMemory,
+    seen: Observation,
+    pods: Sequence[PodInfo],
+    published: Publication,
+    work: Work | None,
+) -> frozenset[str] | None:
+    """The pods of a moving app whose next reads a decision waits on: a copy restoring on them or queued
+    for them (the move follows its lag; a standby last reported behind counts, the planner weighs it), a
+    generation that changed their assignment and that they have not reported applying (what follows waits
+    on it), a revocation to acknowledge, a barrier, or a pod starting, unready or leaving. The other pods
+    of a migration hold what they held and report what they reported: reading them at the steady cadence
+    is what keeps the CPU of ten apps scaling out at once low (`operator_bench`). None (every pod) while
+    there is no working spec."""
+    if work is None:
+        return None
+    acked = _acked(seen)
+    if barrier_pending(published, acked, [p.name for p in pods if p.alive]):
+        return None  # every live pod is to apply the barrier before anything starts
+    behind = {
+        pod
+        for pod, result in seen.results.items()
+        if isinstance(result, PodMetrics)
+        and any(not caught_up(lag, work.caught_up) for lag in result.lags.values())
+    }
+    return (
+        work.pods
+        | behind
+        | memory.waits.awaited(published)
+        | {revocation.owner for revocation in published.revoking.values()}
+        | {
+            p.name
+            for p in pods
+            if acked.get(p.name, -1) < memory.assigned_in.get(p.name, published.generation)
+            or not p.ready
+            or p.is_leaving
+            or p.deleting
+            or p.stopped
+        }
+    )
+
+
 def _progress(
     memory: RoundMemory,
     seen: Observation,
@@ -578,10 +631,11 @@ def _progress(
     pods: Sequence[PodInfo],
     published: Publication,
     config: RoundConfig,
-) -> tuple[RoundMemory, Progress | None]:
-    """The migration's progress after this round, and the memory with this round's restore rates."""
+) -> tuple[RoundMemory, Progress | None, Work | None]:
+    """The migration's progress after this round, the memory with this round's restore rates, and the work
+    left (None without a spec)."""
     if spec is None:
-        return memory, None
+        return memory, None, None
     plan = memory.plan.plan if memory.plan is not None else None
     work = remaining_work(
         plan,
@@ -598,7 +652,7 @@ def _progress(
     meter = memory.restore.observe(work, seen.now, [p.name for p in pods])
     progress = meter.estimate(work, seen.now, config.round_interval)
     meter = meter.promised(progress)
-    return (memory if meter is memory.restore else replace(memory, restore=meter)), progress
+    return (memory if meter is memory.restore else replace(memory, restore=meter)), progress, work
 
 
 def poll(
@@ -616,7 +670,23 @@ def poll(
     memory = replace(memory, waits=waits)
     acknowledged = frozenset(awaited - waits.awaited(published))
     publish = waits.next(published, _aimed(config, memory, published)) if acknowledged else None
-    return PollDecisions(memory, acknowledged, publish)
+    return PollDecisions(_assigned_in(memory, published, publish), acknowledged, publish)
+
+
+def _assigned_in(memory: RoundMemory, published: Publication, publish: Publication | None) -> RoundMemory:
+    """The memory once `publish` follows `published`: a pod whose assignment it changes has it from
+    `publish`'s generation on, one it leaves alone from `published`'s at the latest (a pod not yet
+    known)."""
+    if publish is None:
+        return memory
+    before, after = published.assignment, publish.assignment
+    assigned_in = {
+        pod: publish.generation
+        if before.get(pod) != after.get(pod)
+        else memory.assigned_in.get(pod, published.generation)
+        for pod in set(before) | set(after)
+    }
+    return replace(memory, assigned_in=assigned_in)
 
 
 def _aimed(
@@ -668,15 +738,20 @@ def _not_yet_revoked(seen: Observation, published: Publication) -> set[str]:
     the rebalance hands them over, and the group would wait out its session timeout to reassign them
     (Kafka Streams sends no LeaveGroup on close): measured by `smoothscale demo --kafka --app-jar`, 10 to
     15 s without processing for every task a scale-in moved. The scale-down timeout still bounds the wait."""
-    acked = {
-        pod: result.generation
-        for pod, result in seen.results.items()
-        if isinstance(result, PodMetrics) and result.generation is not None
-    }
+    acked = _acked(seen)
     return {
         pod.name
         for pod in seen.pods
         if pod.is_leaving and pod.alive and acked.get(pod.name, -1) < published.generation
+    }
+
+
+def _acked(seen: Observation) -> dict[str, int]:
+    """The generation each pod read reports applying."""
+    return {
+        pod: result.generation
+        for pod, result in seen.results.items()
+        if isinstance(result, PodMetrics) and result.generation is not None
     }
 
 
@@ -802,11 +877,7 @@ def _wait(
         waits,
         alive=frozenset(p.name for p in pods if p.alive),
         urls=seen.urls,
-        acked={
-            pod: r.generation
-            for pod, r in seen.results.items()
-            if isinstance(r, PodMetrics) and r.generation is not None
-        },
+        acked=_acked(seen),
         status_generation=seen.status_generation,
         kafka_rebalances=spec.runtime is Runtime.KAFKA_STREAMS,
         max_warmups=spec.assignment.max_warmup_replicas,

@@ -235,8 +235,8 @@ class AppReconciler:
                 )
         elif working is not None:
             urls = scrape_targets(pods, working.metrics)
-            steady = self._last is not None and self._last.steady(spec, pods)
-            results = await self._scrape(urls, working.metrics, steady)
+            often = self._last.read_often(spec, pods) if self._last is not None else None
+            results = await self._scrape(urls, working.metrics, often)
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observation(
@@ -267,12 +267,12 @@ class AppReconciler:
         )
 
     async def _scrape(
-        self, urls: Mapping[str, str], metrics: MetricsSpec, steady: bool
+        self, urls: Mapping[str, str], metrics: MetricsSpec, read_often: frozenset[str] | None
     ) -> Mapping[str, ScrapeResult]:
-        """Every pod's latest read: the pods due (`scrapecadence`: all of them unless the app is steady) read
-        now, the others' last reads kept."""
+        """Every pod's latest read: the pods due (`scrapecadence`: the ones the last step waits on, the
+        others at the steady cadence; None: all of them) read now, the others' last reads kept."""
         clock = time.monotonic()
-        due = scrapecadence.due(urls, self._read_at, clock, steady=steady, cadence=self.cadence)
+        due = scrapecadence.due(urls, self._read_at, clock, read_often=read_often, cadence=self.cadence)
         if due or self._reads.keys() != urls.keys():  # a pod gone keeps no read
             fresh = await self.ctx.scraper.scrape_all(
                 urls if len(due) == len(urls) else {pod: urls[pod] for pod in due}, metrics.names
