@@ -70,9 +70,10 @@ class OperatorConfig(BaseModel):
     steady_scrape_interval: float = Field(
         15.0,
         ge=0.05,
-        description="Seconds between scrapes of a pod while its app is steady (nothing in motion, nothing "
-        "changed in the last round); any change (a new generation, a pod event, a lag or a rate that moved) "
-        "has the next round scrape every pod again. At most `scrape_interval` makes every round scrape.",
+        description="Seconds between scrapes of a pod no decision waits on: every pod of an app at rest, "
+        "and the pods a migration leaves alone (the ones restoring, taking over, handing over, starting or "
+        "leaving are scraped every round); a change the last round did not see (a new spec, a pod event) has "
+        "the next round scrape every pod. At most `scrape_interval` makes every round scrape every pod.",
     )
     scrape_timeout: float = Field(2.0, ge=0.01, description="Seconds to wait for one pod's metrics.")
     handover_poll: float = Field(
