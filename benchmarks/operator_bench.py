@@ -308,7 +308,7 @@ def steady_state(
         rss = _rss_mb(pid)
         # then a scale-out of SCALED_APPS of them by two pods each, its warmups and hand-overs in the window
         print(f"scale-out window of {window:.0f} s starts: operator pid {pid}", file=sys.stderr, flush=True)
-        cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
+        cpu_before, wall_before, scrapes_before = _cpu_seconds(pid), time.monotonic(), c.pods.scrapes
         for index in range(min(SCALED_APPS, apps)):
             c.scale(f"app{index:03d}", 12)
         unstable_until = wall_before  # the last moment an app was seen not Stable
@@ -318,6 +318,7 @@ def steady_state(
             time.sleep(0.5)
         scaling_cpu = _cpu_seconds(pid) - cpu_before
         scaling_wall = time.monotonic() - wall_before
+        scaling_scrapes = c.pods.scrapes - scrapes_before
         violations = len(c.pods.violations)
     return {
         "steady_apps": apps,
@@ -336,6 +337,8 @@ def steady_state(
         "rss_mb": round(rss, 1),
         "scale_out_apps": min(SCALED_APPS, apps),
         "scale_out_cpu_percent_of_core": round(100 * scaling_cpu / scaling_wall, 2),
+        # the pods' metrics reads (scrapes and hand-over polls) a second over the scale-out's window
+        "scale_out_scrapes_per_second": round(scaling_scrapes / scaling_wall, 1),
         # when every app was Stable again, for good within the window (the window's length: not by then)
         "scale_out_stable_after_seconds": round(unstable_until - wall_before, 1),
         "load_average_1m": round(os.getloadavg()[0], 2),
@@ -365,6 +368,7 @@ def compare_steady(
         "steady_cpu_ms_per_pod_scrape",
         "rss_mb",
         "scale_out_cpu_percent_of_core",
+        "scale_out_scrapes_per_second",
         "scale_out_stable_after_seconds",
     ):
         for side in ("before", "after"):

@@ -312,11 +312,23 @@ class Stepped:
 
     def read_often(self, spec: StreamsAppSpec | None, pods: Sequence[PodInfo]) -> frozenset[str] | None:
         """The pods the round about to observe `spec` and `pods` reads every round (`scrapecadence`): the
-        ones this step's decisions wait on (`Decisions.read_often`: none when it found the app at rest)
-        if `spec` and `pods` are the ones it saw; else every pod (None): a change reads them all."""
-        if self.seen.spec != spec or self.seen.pods != pods:
+        ones this step's decisions wait on (`Decisions.read_often`: none when it found the app at rest),
+        and the pods that have come or changed since. A pod gone or no longer staying (unready, leaving,
+        deleted, stopped), or another spec, reads every pod (None): its tasks go to copies elsewhere, whose
+        lags must be the latest. A scale-out's pods coming up one event after another (created, scheduled,
+        ready) then read only themselves and what the migration waits on."""
+        often = self.decisions.read_often
+        if self.seen.spec != spec or often is None:
             return None
-        return self.decisions.read_often
+        if self.seen.pods == pods:
+            return often
+        before = {pod.name: pod for pod in self.seen.pods}
+        now = {pod.name for pod in pods}
+        if any(name not in now for name in before) or any(
+            pod.name in before and _staying(before[pod.name]) and not _staying(pod) for pod in pods
+        ):
+            return None
+        return often | {pod.name for pod in pods if before.get(pod.name) != pod}
 
 
 def initial_memory(now: datetime) -> RoundMemory:
@@ -578,8 +590,13 @@ def _at_rest(memory: RoundMemory, seen: Observation, decisions: Decisions) -> bo
         and decisions.publish is None
         and not memory.waits.awaited(published)
         and memory.hold.since is None
-        and all(p.ready and not (p.is_leaving or p.deleting or p.stopped) for p in seen.pods)
+        and all(_staying(p) for p in seen.pods)
     )
+
+
+def _staying(pod: PodInfo) -> bool:
+    """Ready, and neither leaving, being deleted nor stopped."""
+    return pod.ready and not (pod.is_leaving or pod.deleting or pod.stopped)
 
 
 def _read_often(
@@ -615,11 +632,7 @@ def _read_often(
         | {
             p.name
             for p in pods
-            if acked.get(p.name, -1) < memory.assigned_in.get(p.name, published.generation)
-            or not p.ready
-            or p.is_leaving
-            or p.deleting
-            or p.stopped
+            if not _staying(p) or acked.get(p.name, -1) < memory.assigned_in.get(p.name, published.generation)
         }
     )
 
