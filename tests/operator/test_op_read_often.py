@@ -103,3 +103,20 @@ def test_a_scale_out_read_through_its_moving_pods_ends_as_one_reading_every_pod_
     assert often_rounds <= every_rounds, (often_rounds, every_rounds)
     assert often_reads < every_reads * 0.8, (often_reads, every_reads)
     assert min(per_round) < 6, "some rounds of the migration read only the pods it waits on"
+
+
+def test_pods_that_come_read_with_the_ones_waited_on_and_a_pod_that_goes_reads_every_pod() -> None:
+    pods = [replace(listed_pod(APP, n, REVISION), created=NOW - timedelta(hours=1)) for n in range(3)]
+    seen = observation(APP, SPEC, REVISION, NOW, pods, {}, Publication(generation=1))
+    stepped = control_step.Stepped(seen, control_step.Decisions(read_often=frozenset({"orders-1"})), None)
+    assert stepped.read_often(SPEC, pods) == {"orders-1"}
+    assert stepped.read_often(SPEC, [*pods, listed_pod(APP, 3, REVISION, ready=False)]) == {
+        "orders-1",
+        "orders-3",
+    }, "a new pod, and the one waited on"
+    assert stepped.read_often(SPEC, [*pods[:2], replace(pods[2], ip="10.0.0.9")]) == {"orders-1", "orders-2"}
+    assert stepped.read_often(SPEC, pods[:2]) is None, "a pod gone: its tasks move, every lag read anew"
+    assert stepped.read_often(SPEC, [*pods[:2], replace(pods[2], ready=False)]) is None
+    assert stepped.read_often(SPEC.model_copy(update={"replicas": 5}), pods) is None
+    moving = control_step.Stepped(seen, control_step.Decisions(read_often=None), None)
+    assert moving.read_often(SPEC, pods) is None
