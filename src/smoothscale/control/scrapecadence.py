@@ -4,9 +4,9 @@ A pod's lag matters while something moves on it (a warmup catching up, a hand-ov
 leaving) and hardly otherwise: a pod that neither gains nor gives up a task reports the same lag round after
 round. So the step names the pods its decisions wait on (`Decisions.read_often`: none for an app at rest,
 `step.Stepped.read_often`), the round reads those every `interval` and each other pod once every
-`steady_interval`, and anything the step did not see (a new spec, a pod event) has the next round read every
-pod again. Scraping less, rather than more cheaply, is what keeps the operator's CPU low at a thousand pods,
-steady and while ten apps scale out at once.
+`steady_interval`; a pod that has come or changed since is read at once, and a new spec or a pod gone or no
+longer ready has the next round read every pod again. Scraping less, rather than more cheaply, is what keeps
+the operator's CPU low at a thousand pods, steady and while ten apps scale out at once.
 """
 
 from __future__ import annotations

@@ -325,7 +325,8 @@ class Stepped:
         before = {pod.name: pod for pod in self.seen.pods}
         now = {pod.name for pod in pods}
         if any(name not in now for name in before) or any(
-            pod.name in before and _staying(before[pod.name]) and not _staying(pod) for pod in pods
+            pod.name in before and _ready_and_staying(before[pod.name]) and not _ready_and_staying(pod)
+            for pod in pods
         ):
             return None
         return often | {pod.name for pod in pods if before.get(pod.name) != pod}
@@ -590,11 +591,11 @@ def _at_rest(memory: RoundMemory, seen: Observation, decisions: Decisions) -> bo
         and decisions.publish is None
         and not memory.waits.awaited(published)
         and memory.hold.since is None
-        and all(_staying(p) for p in seen.pods)
+        and all(_ready_and_staying(p) for p in seen.pods)
     )
 
 
-def _staying(pod: PodInfo) -> bool:
+def _ready_and_staying(pod: PodInfo) -> bool:
     """Ready, and neither leaving, being deleted nor stopped."""
     return pod.ready and not (pod.is_leaving or pod.deleting or pod.stopped)
 
@@ -632,7 +633,8 @@ def _read_often(
         | {
             p.name
             for p in pods
-            if not _staying(p) or acked.get(p.name, -1) < memory.assigned_in.get(p.name, published.generation)
+            if not _ready_and_staying(p)
+            or acked.get(p.name, -1) < memory.assigned_in.get(p.name, published.generation)
         }
     )
 

@@ -72,8 +72,9 @@ class OperatorConfig(BaseModel):
         ge=0.05,
         description="Seconds between scrapes of a pod no decision waits on: every pod of an app at rest, "
         "and the pods a migration leaves alone (the ones restoring, taking over, handing over, starting or "
-        "leaving are scraped every round); a change the last round did not see (a new spec, a pod event) has "
-        "the next round scrape every pod. At most `scrape_interval` makes every round scrape every pod.",
+        "leaving are scraped every round); a new spec or a pod gone or no longer ready has the next round "
+        "scrape every pod, a pod come or changed is scraped at once. At most `scrape_interval` makes every "
+        "round scrape every pod.",
     )
     scrape_timeout: float = Field(2.0, ge=0.01, description="Seconds to wait for one pod's metrics.")
     handover_poll: float = Field(
