@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from smoothscale.contract import shared_names as contract
 from smoothscale.contract import streams_protocol
 from smoothscale.contract.publication import ClientAssignment, Publication
+from smoothscale.control import object_names
 
 from .harness import Sandbox
 from .kafka_streams import SampleApp, describe_streams_group
@@ -117,17 +118,27 @@ def ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def staying(sandbox: Sandbox, app: str) -> list[dict[str, Any]] | None:
+    """The app's pods not being deleted, or None while a change of pods is under way: a pod marked leaving,
+    or pods of two template revisions (a swap surges one pod at a time, so between its steps the app runs
+    `replicas` pods, balanced and agreed, some of them old ones still to be retired)."""
+    listed = [p for p in sandbox.pods(app) if not p["metadata"].get("deletionTimestamp")]
+    revisions = {(p["metadata"].get("labels") or {}).get(object_names.REVISION_LABEL) for p in listed}
+    leaving = any(contract.LEAVING_ANNOTATION in (p["metadata"].get("annotations") or {}) for p in listed)
+    return None if leaving or len(revisions) > 1 else listed
+
+
 def settle(
     sandbox: Sandbox, kafka: SampleApp, replicas: int, tasks: int, timeout: float = 300
 ) -> dict[str, set[str]]:
-    """Wait until the app runs `replicas` pods, all ready and none being deleted, and the operator's
+    """Wait until the app runs `replicas` pods of one revision, all ready and none leaving, and the operator's
     published actives (all `tasks` of them) are exactly Kafka's view of the group, balanced over the pods;
     that view."""
     deadline = time.monotonic() + timeout
     seen: object = None
     wanted = spec_generation(sandbox, kafka.app)
     while time.monotonic() < deadline:
-        listed = [p for p in sandbox.pods(kafka.app) if not p["metadata"].get("deletionTimestamp")]
+        listed = staying(sandbox, kafka.app) or []
         pods = {p["metadata"]["name"] for p in listed if ready(p)}
         publication = sandbox.publication(kafka.app)
         try:
@@ -193,14 +204,15 @@ def plan_differs(view: Mapping[str, Any] | None, plan: Publication | None) -> st
 def settle_streams_protocol(
     sandbox: Sandbox, app: str, bootstrap: str, replicas: int, tasks: int, timeout: float = 300
 ) -> Publication:
-    """For an app on the streams protocol (KIP-1071): wait until it runs `replicas` pods, all ready and
-    none being deleted, and Kafka's own view of the group (`describeStreamsGroups`) is exactly the plan the
-    operator published, every task active once, balanced over the pods, the plugin its assignor; that plan."""
+    """For an app on the streams protocol (KIP-1071): wait until it runs `replicas` pods of one revision, all
+    ready and none leaving, and Kafka's own view of the group (`describeStreamsGroups`) is exactly the plan
+    the operator published, every task active once, balanced over the pods, the plugin its assignor; that
+    plan."""
     deadline = time.monotonic() + timeout
     seen: object = None
     wanted = spec_generation(sandbox, app)
     while time.monotonic() < deadline:
-        listed = [p for p in sandbox.pods(app) if not p["metadata"].get("deletionTimestamp")]
+        listed = staying(sandbox, app) or []
         ready_pods = {p["metadata"]["name"] for p in listed if ready(p)}
         publication = sandbox.publication(app)
         try:
