@@ -4,9 +4,10 @@ A pod's lag matters while something moves on it (a warmup catching up, a hand-ov
 leaving) and hardly otherwise: a pod that neither gains nor gives up a task reports the same lag round after
 round. So the step names the pods its decisions wait on (`Decisions.read_often`: none for an app at rest,
 `step.Stepped.read_often`), the round reads those every `interval` and each other pod once every
-`steady_interval`; a pod that has come or changed since is read at once, and a new spec or a pod gone or no
-longer ready has the next round read every pod again. Scraping less, rather than more cheaply, is what keeps
-the operator's CPU low at a thousand pods, steady and while ten apps scale out at once.
+`steady_interval`, an app's steady pods together; a pod that has come or changed since is read at once, and a
+new spec or a pod gone or no longer ready has the next round read every pod again. Scraping less, rather than
+more cheaply, is what keeps the operator's CPU low at a thousand pods, steady and while ten apps scale out at
+once.
 """
 
 from __future__ import annotations
@@ -33,11 +34,22 @@ def due(
     cadence: ScrapeCadence,
 ) -> frozenset[str]:
     """The pods to read now (`now` and `last_read` on one monotonic clock): the pods of `read_often` (None:
-    all of them), each other pod not read within the steady interval, and a pod never read."""
+    all of them), a pod never read, and once any other pod is due its steady read (not read within the steady
+    interval), every pod not read within half of it (less a round's interval, for the rounds' jitter).
+
+    That last part keeps an app's steady reads together: its pods come up, change and finish their part of a
+    migration at different moments, so their last reads spread over the interval, and an app at rest would
+    wake (`next_read_in`) for each of them, a round per pod. Read along with the first one due, the pods fall
+    into one phase within a few steady intervals (of any two phases, one follows the other by at least half an
+    interval), and an app at rest takes one round per interval."""
     if read_often is None:
         return frozenset(pods)
+    steady = max(cadence.steady_interval, cadence.interval)
     # a round that starts slightly early must not push a pod's read back by a whole interval
-    stale = now - max(cadence.steady_interval, cadence.interval) + cadence.interval / 2
+    stale = now - steady + cadence.interval / 2
+    steady_pods = [pod for pod in pods if pod not in read_often]
+    if any((read := last_read.get(pod)) is None or read <= stale for pod in steady_pods):
+        stale = max(stale, now - (steady - cadence.interval) / 2)
     return frozenset(
         pod for pod in pods if pod in read_often or (read := last_read.get(pod)) is None or read <= stale
     )
