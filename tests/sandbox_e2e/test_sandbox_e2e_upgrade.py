@@ -2,7 +2,8 @@
 under this operator, and this client library under the previous release's operator, each through a
 scale-out and a host swap with real worker processes, the emulated API server and the usual invariants (no
 task processed on two pods at once, no task unprocessed beyond a planned move's bound, every task once in the
-last publication).
+last publication); and a rolling update of a two-replica operator from the previous release to this one in
+the middle of a scale-out's warmups and hand-overs.
 
 "Previous" is `FIRST_VERSIONED` (tests/contract/test_cross_version.py): the first commit on main whose
 publications carry a contract version and whose readers accept what they do not know. It is the oldest
@@ -15,15 +16,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from sandbox_e2e_kit import PLANNED_MOVE_BOUND, Run
 
+from smoothscale.sandbox import invariants
 from smoothscale.sandbox.addresses import random_block
-from smoothscale.sandbox.demo import APP, worker_env
+from smoothscale.sandbox.demo import APP, demo_tasks, worker_env
 from smoothscale.sandbox.harness import Sandbox
+from smoothscale.sandbox.observe import observe
 
 pytestmark = pytest.mark.slow
 
@@ -103,3 +107,46 @@ def test_this_client_library_under_the_previous_operator(
         assert operator is not None
         assert _environ(operator.pid)["PYTHONPATH"].startswith(str(REPOSITORY / ".cache"))
         _scale_out_and_swap(sandbox)
+
+
+def test_a_rolling_update_of_two_peered_operators_in_the_middle_of_a_scale_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chart's rolling update of a peered two-replica operator (maxSurge 1, maxUnavailable 0) from the
+    previous release to this one while a scale-out's warmups restore: a new replica joins below the acting
+    old one, the other old one goes, a second new one joins above it and takes over, the last old one goes.
+    The migration the old release began, the new one finishes: nothing processed on two pods at once, no task
+    unprocessed longer than a planned move's bound plus the time the new replica took to act, every task
+    once and balanced."""
+    this = {"PYTHONPATH": os.pathsep.join([str(REPOSITORY / "src"), os.environ.get("PYTHONPATH", "")])}
+    monkeypatch.setenv("PYTHONPATH", _previous_path(PACKAGES))  # the sandbox's operator, a replica's default
+    with Sandbox(
+        tmp_path,
+        worker_env={**worker_env(speed=2.0), "PYTHONPATH": this["PYTHONPATH"]},
+        first_address=random_block(),
+        operator_priority=100,
+    ) as sandbox:
+        sandbox.start_replica("old-b", priority=50)
+        run = Run(sandbox)
+        run.start(replicas=3)
+        started = time.time()
+        sandbox.patch_app(APP, {"spec": {"replicas": 6}})
+        deadline = time.time() + 60
+        while not observe(sandbox, APP, "scale-out").warmups:
+            assert time.time() < deadline, "no warmup appeared"
+            time.sleep(0.3)
+        sandbox.start_replica("new-c", priority=80, env=this)  # stands by: the old one acts
+        sandbox.stop_replica("old-b")
+        surged = time.time()
+        sandbox.start_replica("new-d", priority=150, env=this)  # the highest: it acts, the old one pauses
+        journal = tmp_path / "journal-new-d.jsonl"
+        while not journal.exists() or not journal.stat().st_size:
+            assert time.time() < surged + 60, "the new replica wrote nothing"
+            time.sleep(0.1)
+        took_over = time.time() - surged
+        sandbox.stop_operator()  # the last old replica goes
+        last = run.settled("upgraded")
+        assert len(last.pods) == 6
+        gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
+        run.violations += invariants.gaps_beyond(gaps, PLANNED_MOVE_BOUND + took_over)
+        run.finish(last)

@@ -6,12 +6,15 @@ this process (so that a test can reach `emulator.faults`), or a real one already
 pod's worker are processes of their own, so that each can be killed, as in a cluster, and real HTTP
 connects them all.
 
-The operator is `smoothscale operator --standalone`, exactly as a single-replica Deployment runs it.
+The operator is `smoothscale operator --standalone`, exactly as a single-replica Deployment runs it; or, with
+`operator_priority`, a replica in kopf's peering as the chart's peered Deployment runs it, beside which
+`start_replica` runs others (a rolling update surges them).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -37,7 +40,9 @@ from .supervisor import Supervised
 
 # -P: the current directory must not shadow the installed modules (a stray `timeit.py` where the user
 # happens to run the demo would otherwise break prometheus_client inside the operator).
-OPERATOR_COMMAND = (sys.executable, "-P", "-m", "smoothscale.cli", "operator", "--standalone")
+OPERATOR_COMMAND = (sys.executable, "-P", "-m", "smoothscale.cli", "operator")
+PEERING = "smoothscale"
+"""The peering object of peered operators (`operator_priority`), the chart's default name."""
 
 
 class ApiServer(Protocol):
@@ -68,7 +73,9 @@ class Sandbox:
     `api_links` too, each of those pods reaches the API server through a link of its own that `api_links.cut`
     can cut (`api_links.ApiLinks`). With `kafka_app` too, those pods run the user's own app instead of the
     sample (`app_process.AppProcess`). The operator serves its own metrics on 127.0.0.1:`metrics_port` (0: a
-    free port; a Prometheus that scrapes it needs a fixed one).
+    free port; a Prometheus that scrapes it needs a fixed one). With `operator_priority` (the sandbox's own
+    emulator only), the operator runs in kopf's peering at that priority instead of standalone, and
+    `start_replica` adds replicas beside it.
     """
 
     def __init__(
@@ -88,6 +95,7 @@ class Sandbox:
         api_links: bool = False,
         kafka_app: AppProcess | None = None,
         metrics_port: int = 0,
+        operator_priority: int | None = None,
     ) -> None:
         self.root = root
         self.zones = tuple(zones)
@@ -107,12 +115,14 @@ class Sandbox:
         self._api_links = api_links
         self._kafka_app = kafka_app
         self._metrics_port = metrics_port
+        self._operator_priority = operator_priority
         self.api_links: ApiLinks | None = None
         self._emulator_thread: EmulatorThread | None = None
         self._cleanup = contextlib.ExitStack()
         self.cluster: ApiServer | None = None
         self.kubelet: Kubelet | None = None
         self._operator = Supervised(self._launch_operator, "the operator")
+        self._replicas: dict[str, Supervised] = {}
         self.api: kubernetes.client.ApiClient | None = None
 
     def __enter__(self) -> Sandbox:
@@ -126,9 +136,11 @@ class Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
         with self._cleanup as cleanup:
             if self._api_server is None:
-                built = build_emulator(bookmark_interval=1.0)
+                built = build_emulator(bookmark_interval=1.0, peering=self._operator_priority is not None)
                 if self._keep_requests:
                     built.request_history = None  # else the last 1,000 to 2,000
+                if self._operator_priority is not None:  # what the chart creates for peered replicas
+                    built.create_object("kopf.dev/v1/clusterkopfpeerings", {"metadata": {"name": PEERING}})
                 self._emulator_thread = EmulatorThread(built, port=self._api_port, kubeconfig=self.kubeconfig)
                 self.cluster = cleanup.enter_context(self._emulator_thread)
             else:
@@ -160,6 +172,7 @@ class Sandbox:
                 )
             )
             cleanup.callback(self.stop_operator)
+            cleanup.callback(self._stop_replicas)
             self.start_operator()
             self._cleanup = cleanup.pop_all()  # started: close() unwinds it
 
@@ -201,37 +214,65 @@ class Sandbox:
         self._operator.start()
 
     def _launch_operator(self) -> subprocess.Popen[bytes]:
+        return self._launch(self._operator_priority, self.operator_log, self.journal_file, self._metrics_port)
+
+    def _launch(
+        self,
+        priority: int | None,
+        log: Path,
+        journal: Path,
+        metrics_port: int = 0,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """An operator process: standalone, or peered at `priority`; this process's environment with `env`
+        over it."""
         options = {
             "--kubeconfig": self.operator_kubeconfig,
             "--scrape-interval": self._scrape_interval,
             "--scrape-timeout": min(2.0, self._scrape_interval),
             "--debounce": 0.1,
             "--metrics-host": "127.0.0.1",
-            "--metrics-port": self._metrics_port,
-            "--journal-file": self.journal_file,
+            "--metrics-port": metrics_port,
+            "--journal-file": journal,
         }
+        if priority is not None:
+            options.update({"--peering": PEERING, "--priority": priority})
         command = [*OPERATOR_COMMAND, *(f"{option}={value}" for option, value in options.items())]
-        with self.operator_log.open("ab") as log:
+        with log.open("ab") as output:
             return subprocess.Popen(
-                [*command, "--no-journal-stdout"],
+                [*command, *(["--standalone"] if priority is None else []), "--no-journal-stdout"],
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=output,
                 stderr=subprocess.STDOUT,
+                env=None if env is None else {**os.environ, **env},
                 start_new_session=True,  # a terminal's Ctrl-C goes to the demo, which stops it in order
             )
 
     def stop_operator(self, *, kill: bool = False) -> None:
         """SIGTERM (kopf stops gracefully) or SIGKILL (a crash); returns once the process is gone. It is not
         started again until `start_operator()`."""
-        process = self._operator.stop()
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(self._operator, kill=kill)
+
+    def start_replica(self, name: str, priority: int, env: Mapping[str, str] | None = None) -> None:
+        """Another operator replica in the peering at `priority` (the highest acts; the sandbox's operator
+        must run peered: `operator_priority`), as a rolling update surges one: its log `operator-<name>.log`
+        and journal `journal-<name>.jsonl` under the root, `env` over this process's environment (another
+        release's PYTHONPATH), started again when it exits on its own until `stop_replica` or `close`."""
+        if self._operator_priority is None:
+            raise TypeError("a replica needs a peered operator: Sandbox(operator_priority=...)")
+        log, journal = self.root / f"operator-{name}.log", self.root / f"journal-{name}.jsonl"
+        replica = self._replicas[name] = Supervised(
+            lambda: self._launch(priority, log, journal, env=env), f"operator replica {name}"
+        )
+        replica.start()
+
+    def stop_replica(self, name: str, *, kill: bool = False) -> None:
+        """As `stop_operator`, for the replica `name`."""
+        _stop(self._replicas.pop(name), kill=kill)
+
+    def _stop_replicas(self) -> None:
+        for name in list(self._replicas):
+            self.stop_replica(name)
 
     # -- reading and changing the cluster -----------------------------------------------------------------
 
@@ -307,3 +348,17 @@ class ApiRequest:
     method: str
     path: str
     agent: str
+
+
+def _stop(supervised: Supervised, *, kill: bool) -> None:
+    """End a supervised operator for good: SIGTERM (kopf stops gracefully, leaving the peering) or SIGKILL (a
+    crash); returns once the process is gone."""
+    process = supervised.stop()
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
