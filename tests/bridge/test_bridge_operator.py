@@ -3,7 +3,9 @@ whose kubelet stand-in runs a Java sample app as each pod's process, against a r
 samples adopts smoothscale by its settings alone: the plain app (`PlainOrdersApp`, its metrics on the bridge's
 own endpoint), the Spring Boot app and the Quarkus app (their `application.properties`, their metrics through
 Micrometer at `/actuator/prometheus` and `/q/metrics`, where the StreamsApp's `spec.metrics.path` points the
-operator). The same topology in all three, so the same checks.
+operator). The same topology in all three, so the same checks. Two more runs put releases side by side
+(issue 34): the plain app as the first versioned release built it (its bridge) under this operator, and this
+plain app under that release's operator.
 
 What a user would check, after a scale-out 3 -> 6, a scale-in 6 -> 3, a crashed instance restarted with its
 volume, one restarted without it, and a swap of every pod: the pods are the ones asked for, the operator's
@@ -19,10 +21,12 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import kubernetes
 import pytest
+from versions_testkit import FIRST_VERSIONED, release_path, release_sample_jar
 
 from smoothscale.client import from_configmap
 from smoothscale.contract import shared_names as contract
@@ -49,13 +53,25 @@ from smoothscale.sandbox.streams_app import crash, fallbacks_after_first_plan, s
 # test runs one took 8 to 11 (reading the totals last).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-SAMPLES: dict[str, tuple[Callable[[], Path] | None, str]] = {
-    "plain": (None, "/metrics"),
-    "spring-boot": (spring_sample_jar, "/actuator/prometheus"),
-    "quarkus": (quarkus_sample_jar, "/q/metrics"),
+
+@dataclass(frozen=True)
+class Sample:
+    """A sample's jar (None: the sandbox's own sample app, `PlainOrdersApp` by `adoption="properties"`), where
+    it serves its metrics, and the operator's release (None: this checkout's; else the PYTHONPATH of that
+    release's packages, `versions_testkit.release_path`)."""
+
+    jar: Callable[[], Path] | None
+    metrics_path: str
+    operator: Callable[[], str] | None = None
+
+
+SAMPLES = {
+    "plain": Sample(None, "/metrics"),
+    "spring-boot": Sample(spring_sample_jar, "/actuator/prometheus"),
+    "quarkus": Sample(quarkus_sample_jar, "/q/metrics"),
+    "first-versioned-bridge": Sample(lambda: release_sample_jar(FIRST_VERSIONED), "/metrics"),
+    "under-first-versioned-operator": Sample(None, "/metrics", lambda: release_path(FIRST_VERSIONED)),
 }
-"""Per sample: its jar (None: the sandbox's own sample app, `PlainOrdersApp` by `adoption="properties"`) and
-where it serves its metrics."""
 
 APP = "ops"
 """The apps' name prefix: each sample runs as its own app (`ops-<sample>`), with its own group, changelogs and
@@ -84,8 +100,12 @@ def sample(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def sandbox(kafka_broker: KafkaCluster, sample: str, tmp_path: Path) -> Iterator[Sandbox]:
-    jar = SAMPLES[sample][0]
+def sandbox(
+    kafka_broker: KafkaCluster, sample: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Sandbox]:
+    jar, operator = SAMPLES[sample].jar, SAMPLES[sample].operator
+    if operator is not None:  # the sandbox's operator process inherits it
+        monkeypatch.setenv("PYTHONPATH", operator())
     with Sandbox(
         tmp_path / "sandbox",
         kafka_bootstrap=kafka_broker.bootstrap_servers,
@@ -145,7 +165,7 @@ def test_an_app_adopting_by_its_settings_alone_rides_out_scaling_crashes_and_a_s
     kafka = SampleApp(app, "default", bootstrap, None, tmp_path / "reader")
     publications = Publications(sandbox.kubeconfig, app)
     with running(publications.watch, "publications"):
-        created = walk(sandbox, kafka, orders, totals, metrics_path=SAMPLES[sample][1])
+        created = walk(sandbox, kafka, orders, totals, metrics_path=SAMPLES[sample].metrics_path)
         final = sandbox.publication(app)
         # The watch reads on: it sees the last generation a moment after it is published.
         deadline = time.monotonic() + 15

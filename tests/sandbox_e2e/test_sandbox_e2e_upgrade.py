@@ -5,25 +5,25 @@ task processed on two pods at once, no task unprocessed beyond a planned move's 
 last publication); and a rolling update of a two-replica operator from the previous release to this one in
 the middle of a scale-out's hand-over.
 
-"Previous" is `FIRST_VERSIONED` (tests/contract/test_cross_version.py): the first commit on main whose
+"Previous" is `FIRST_VERSIONED` (tests/contract/versions_testkit.py): the first commit on main whose
 publications carry a contract version and whose readers accept what they do not know. It is the oldest
 release a later one must keep working with; the commit before it refuses any added field by design (the
 fault issue 34 fixed), so pairing with it would test nothing a release can promise. Each side's packages are
-that commit's, extracted by `benchmarks/baseline_tree.py` and put first on the PYTHONPATH of the processes
-that run them (the workers, or the operator); the rest of the sandbox is this checkout's."""
+that commit's (`versions_testkit.RELEASE_PACKAGES`), extracted by `benchmarks/baseline_tree.py` and put
+first on the PYTHONPATH of the processes that run them (the workers, or the operator); the rest of the
+sandbox is this checkout's."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from sandbox_e2e_kit import PLANNED_MOVE_BOUND, Run
+from versions_testkit import FIRST_VERSIONED, release_path
 
 from smoothscale.contract.publication import Publication
 from smoothscale.sandbox import invariants
@@ -34,41 +34,6 @@ from smoothscale.sandbox.harness import Sandbox
 pytestmark = pytest.mark.slow
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-PREVIOUS = "bb172b8d763de51bc06028b6f5a3fed398a7b8e5"
-"""The first commit with versioned publications (see the module docstring); pinned, never a moving ref."""
-PACKAGES = {
-    "assignor": "__init__.py",
-    "cli": "__init__.py",
-    "client": "client.py",
-    "contract": "configmap.py",
-    "control": "step.py",
-    "operator": "__init__.py",
-    "resource": "__init__.py",
-    "sandbox": "worker.py",
-}
-"""PREVIOUS's packages a process of that release runs (package -> a file of it): a pod is the sample worker
-of that release on its client library and contract, the operator that release's operator; the same set
-serves both (the first try with only the client library and contract failed on this checkout's worker
-command, which reads names that release did not have: the worker is the pod's app and goes with it)."""
-
-
-def _baseline() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "baseline_tree", REPOSITORY / "benchmarks" / "baseline_tree.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _previous_path(packages: dict[str, str]) -> str:
-    """A PYTHONPATH importing PREVIOUS's copy of each of `packages` first, this checkout's code after."""
-    baseline = _baseline()
-    roots = [
-        str(baseline.baseline_tree(PREVIOUS, package, sentinel)[1]) for package, sentinel in packages.items()
-    ]
-    return os.pathsep.join([*roots, str(REPOSITORY / "src")])
 
 
 def _scale_out_and_swap(sandbox: Sandbox) -> None:
@@ -90,7 +55,7 @@ def _environ(pid: int) -> dict[str, str]:
 
 
 def test_previous_client_library_under_this_operator(tmp_path: Path) -> None:
-    previous = _previous_path(PACKAGES)
+    previous = release_path(FIRST_VERSIONED)
     with Sandbox(
         tmp_path, worker_env={**worker_env(speed=2.0), "PYTHONPATH": previous}, first_address=random_block()
     ) as sandbox:
@@ -100,7 +65,7 @@ def test_previous_client_library_under_this_operator(tmp_path: Path) -> None:
 def test_this_client_library_under_the_previous_operator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", _previous_path(PACKAGES))
+    monkeypatch.setenv("PYTHONPATH", release_path(FIRST_VERSIONED))
     this = os.pathsep.join([str(REPOSITORY / "src"), os.environ.get("PYTHONPATH", "")])
     with Sandbox(
         tmp_path, worker_env={**worker_env(speed=2.0), "PYTHONPATH": this}, first_address=random_block()
@@ -151,7 +116,9 @@ def test_a_rolling_update_of_two_peered_operators_in_the_middle_of_a_hand_over(
     at once, no task unprocessed longer than a planned move's bound plus the hold, every task once and
     balanced."""
     this = {"PYTHONPATH": os.pathsep.join([str(REPOSITORY / "src"), os.environ.get("PYTHONPATH", "")])}
-    monkeypatch.setenv("PYTHONPATH", _previous_path(PACKAGES))  # the sandbox's operator, a replica's default
+    monkeypatch.setenv(
+        "PYTHONPATH", release_path(FIRST_VERSIONED)
+    )  # the sandbox's operator, a replica's default
     with Sandbox(
         tmp_path,
         worker_env={**worker_env(speed=2.0), "PYTHONPATH": this["PYTHONPATH"]},
