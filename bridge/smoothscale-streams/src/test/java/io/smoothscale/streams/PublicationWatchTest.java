@@ -15,6 +15,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
@@ -182,5 +184,41 @@ class PublicationWatchTest {
             watch.close();
         }
         assertTrue(requests.stream().allMatch(request -> request.startsWith("Bearer secret-1 ")), requests.toString());
+    }
+
+    @Test
+    void aBridgeWhoseAccessIsNotReadableAtItsStartFollowsOnceItIs(@TempDir Path later) throws Exception {
+        // the same through the bridge's own start, as a pod starts it: before issue 34's fix its one try to open
+        // the access failed and the pod stayed on Kafka's own assignment for good
+        Path pending = later.resolve("kubeconfig");
+        SmoothscaleBridge bridge = new SmoothscaleBridge(new BridgeSettings("orders-0", "shop", "orders-assignment",
+            "127.0.0.1", 0, Optional.of(pending), false));
+        try {
+            bridge.start(new TaskSource() {
+                public Optional<RunningTasks> running() {
+                    return Optional.empty();
+                }
+
+                public Map<String, TaskStates.TaskState> states() {
+                    return Map.of();
+                }
+
+                public Map<String, Double> processRates() {
+                    return Map.of();
+                }
+
+                public Set<Integer> statefulSubtopologies() {
+                    return Set.of();
+                }
+            });
+            LatestPublication latest = bridge.publications();
+            waitFor(() -> latest.reading().error().isPresent(), "the access error");
+            Path token = kubeconfig.resolveSibling("token");
+            Files.writeString(pending, Files.readString(kubeconfig).replace("\"token\"", "\"" + token + "\""));
+            waitFor(() -> latest.publication().isPresent(), "the publication once the access is readable");
+            assertEquals(0, generation(latest));
+        } finally {
+            bridge.close();
+        }
     }
 }
