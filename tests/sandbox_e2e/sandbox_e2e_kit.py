@@ -80,11 +80,16 @@ class Run:
         while sandbox.journal_file.stat().st_size == journal:
             assert time.time() < killed + 60, "the restarted operator wrote nothing"
             time.sleep(0.1)
-        away = time.time() - killed
-        last = self.settled("resumed")
-        assert len(last.pods) == 6
-        gaps = invariants.unprocessed_seconds(sandbox.records(), demo_tasks(), started, time.time())
-        self.violations += invariants.gaps_beyond(gaps, PLANNED_MOVE_BOUND + away)
+        self.finish_held_up("resumed", 6, started, time.time() - killed)
+
+    def finish_held_up(self, step: str, pods: int, started: float, held_up: float) -> None:
+        """The end of a step begun at `started` (epoch seconds) in which the operator was away or a hand-over
+        held up for `held_up` seconds: settled on `pods` pods, no task unprocessed longer than a planned
+        move's bound plus that, and the checks of every run (`finish`)."""
+        last = self.settled(step)
+        assert len(last.pods) == pods
+        gaps = invariants.unprocessed_seconds(self.sandbox.records(), demo_tasks(), started, time.time())
+        self.violations += invariants.gaps_beyond(gaps, PLANNED_MOVE_BOUND + held_up)
         self.finish(last)
 
     def finish(self, last: Snapshot) -> None:

@@ -2,7 +2,8 @@
 `tests/bridge/test_bridge_cross_version.py` for the bridge, the releases side by side under running apps in
 `tests/sandbox_e2e/test_sandbox_e2e_upgrade.py` and `tests/bridge/test_bridge_operator.py`): the releases they
 pin, one publication, this operator's ConfigMap of it as a later release would write it, and a release's
-packages and sample jar."""
+packages and sample jar. At the tests' root (on the path of every test, as `tests/conftest.py` is): in a
+folder, only a run that collected that folder could import it."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def later_operator(changes: dict[str, Any]) -> dict[str, Any]:
     return configmap
 
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+REPOSITORY = Path(__file__).resolve().parents[1]
 RELEASE_PACKAGES = {
     "assignor": "__init__.py",
     "cli": "__init__.py",
