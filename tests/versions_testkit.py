@@ -82,27 +82,24 @@ def _baseline_tree() -> ModuleType:
     return module
 
 
+BASELINE = _baseline_tree()
+"""`benchmarks/baseline_tree.py` (not a package): a commit's copy of a package, where a module came from."""
+
+
 def release_path(ref: str) -> str:
     """A PYTHONPATH importing `ref`'s copy of each of `RELEASE_PACKAGES` first, this checkout's code after."""
-    baseline = _baseline_tree()
     roots = [
-        str(baseline.baseline_tree(ref, name, sentinel)[1]) for name, sentinel in RELEASE_PACKAGES.items()
+        str(BASELINE.baseline_tree(ref, name, sentinel)[1]) for name, sentinel in RELEASE_PACKAGES.items()
     ]
     return os.pathsep.join([*roots, str(REPOSITORY / "src")])
 
 
-def release_sample_jar(ref: str) -> Path:
-    """The Java sample app's runnable jar (the bridge shaded in) as the commit `ref` built it: its `bridge/`
-    extracted under the cache (`~/.cache/smoothscale/release-jars/<sha>/`) and packaged with Maven once
-    (its tests skipped: that release ran them; offline under `SMOOTHSCALE_MAVEN_OFFLINE=1`, as
-    `.ci/bridge.sh`), under a lock so that two test workers do not build it at once."""
-    sha = subprocess.run(
-        ["git", "rev-parse", "--verify", f"{ref}^{{commit}}"],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+def release_sample_jar(sha: str) -> Path:
+    """The Java sample app's runnable jar (the bridge shaded in) as the commit `sha` (a full id, as the
+    releases above are pinned) built it: its `bridge/` extracted under the cache
+    (`~/.cache/smoothscale/release-jars/<sha>/`) and packaged with Maven once (its tests skipped: that
+    release ran them; offline under `SMOOTHSCALE_MAVEN_OFFLINE=1`, as `.ci/bridge.sh`), under a lock so that
+    two test workers do not build it at once."""
     root = jars.cache_root() / "release-jars" / sha
     jar = root / "bridge" / "sample-app" / "target" / "sample-app.jar"
     root.mkdir(parents=True, exist_ok=True)

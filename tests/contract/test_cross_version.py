@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,10 +16,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from versions_testkit import (
+    BASELINE,
     BEFORE_VERSIONS,
     FIRST_VERSIONED,
     FOLLOWED,
@@ -65,17 +64,6 @@ publication = Publication.model_validate_json(sys.stdin.read())
 content = configmap_content(publication)
 print(json.dumps({"contract": smoothscale.contract.configmap.__file__, "content": content}))
 """
-
-
-def _benchmark_module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPOSITORY / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BASELINE = _benchmark_module("baseline_tree")
 
 
 def _run_at(ref: str, packages: dict[str, str], script: str, *args: str, stdin: str = "") -> dict[str, Any]:

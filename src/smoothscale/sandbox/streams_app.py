@@ -118,14 +118,14 @@ def ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def staying(sandbox: Sandbox, app: str) -> list[dict[str, Any]] | None:
-    """The app's pods not being deleted, or None while a change of pods is under way: a pod marked leaving,
+def staying(sandbox: Sandbox, app: str) -> list[dict[str, Any]]:
+    """The app's pods not being deleted, or none while a change of pods is under way: a pod marked leaving,
     or pods of two template revisions (a swap surges one pod at a time, so between its steps the app runs
     `replicas` pods, balanced and agreed, some of them old ones still to be retired)."""
     listed = [p for p in sandbox.pods(app) if not p["metadata"].get("deletionTimestamp")]
     revisions = {(p["metadata"].get("labels") or {}).get(object_names.REVISION_LABEL) for p in listed}
     leaving = any(contract.LEAVING_ANNOTATION in (p["metadata"].get("annotations") or {}) for p in listed)
-    return None if leaving or len(revisions) > 1 else listed
+    return [] if leaving or len(revisions) > 1 else listed
 
 
 def settle(
@@ -138,7 +138,7 @@ def settle(
     seen: object = None
     wanted = spec_generation(sandbox, kafka.app)
     while time.monotonic() < deadline:
-        listed = staying(sandbox, kafka.app) or []
+        listed = staying(sandbox, kafka.app)
         pods = {p["metadata"]["name"] for p in listed if ready(p)}
         publication = sandbox.publication(kafka.app)
         try:
@@ -212,7 +212,7 @@ def settle_streams_protocol(
     seen: object = None
     wanted = spec_generation(sandbox, app)
     while time.monotonic() < deadline:
-        listed = staying(sandbox, app) or []
+        listed = staying(sandbox, app)
         ready_pods = {p["metadata"]["name"] for p in listed if ready(p)}
         publication = sandbox.publication(app)
         try:
