@@ -1,9 +1,9 @@
 """What the cross-version tests share (`tests/contract/test_cross_version.py` for the client library,
 `tests/bridge/test_bridge_cross_version.py` for the bridge, the releases side by side under running apps in
-`tests/sandbox_e2e/test_sandbox_e2e_upgrade.py` and `tests/bridge/test_bridge_operator.py`): the releases they
-pin, one publication, this operator's ConfigMap of it as a later release would write it, and a release's
-packages and sample jar. At the tests' root (on the path of every test, as `tests/conftest.py` is): in a
-folder, only a run that collected that folder could import it."""
+`tests/sandbox_e2e/test_sandbox_e2e_upgrade.py` and `tests/bridge/test_bridge_operator_releases.py`): the
+releases they pin, one publication, this operator's ConfigMap of it as a later release would write it, and a
+release's packages and sample jar. At the tests' root (on the path of every test, as `tests/conftest.py` is):
+in a folder, only a run that collected that folder could import it."""
 
 from __future__ import annotations
 

@@ -25,7 +25,6 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from smoothscale.contract import shared_names as contract
-from smoothscale.control.object_names import RESTARTED_AT_ANNOTATION
 from smoothscale.sandbox.addresses import random_block
 from smoothscale.sandbox.app_process import AppProcess
 from smoothscale.sandbox.harness import Sandbox
@@ -43,7 +42,13 @@ from smoothscale.sandbox.kafka_streams import (
     sample_jar,
 )
 from smoothscale.sandbox.records import handovers, longest_gaps, overlaps
-from smoothscale.sandbox.streams_app import crash, fallbacks_after_first_plan, settle, streams_app
+from smoothscale.sandbox.streams_app import (
+    crash,
+    fallbacks_after_first_plan,
+    settle,
+    streams_app,
+    swap_every_pod,
+)
 from smoothscale.sandbox.streams_task_log import task_intervals
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -84,6 +89,20 @@ def stale_members(sandbox: Sandbox, kafka: SampleApp) -> set[str]:
     }
     members = instance_ids(kafka.bootstrap, kafka.app)
     return {member for member in members if member.rsplit("-", 1)[0] not in pods}
+
+
+def leave_lines(sandbox: Sandbox, members: set[str]) -> list[str]:
+    """What the bridges of these members' pods logged about their static members as they stopped (a stale
+    member's story: the plan it followed, the removal or why it failed)."""
+    assert sandbox.kubelet is not None
+    pods = {member.rsplit("-", 1)[0] for member in members}
+    return [
+        f"{log.name}: {line}"
+        for log in sorted((sandbox.kubelet.root / "logs").glob("*.log"))
+        if log.name.split(".")[1] in pods
+        for line in log.read_text(errors="replace").splitlines()
+        if "static members" in line or "Read generation" in line
+    ][-40:]
 
 
 def window_counts(latest: dict[str, str]) -> Counter[str]:
@@ -144,14 +163,16 @@ def test_a_production_shaped_app_walks_every_step_with_every_order_counted_once(
             time.sleep(0.5)
         took[name] = round(time.monotonic() - started, 1)
         spans[name] = (began, time.time())
-        assert stale == set(), f"{name}: members of retired pods are still in the group"
+        assert stale == set(), (
+            f"{name}: members of retired pods are still in the group; their pods' bridges:\n"
+            + ("\n".join(leave_lines(sandbox, stale)))
+        )
 
     step("create", lambda: sandbox.apply(body), 3)
     step("scale-out", lambda: sandbox.patch_app(kafka.app, {"spec": {"replicas": 6}}), 6)
     step("scale-in", lambda: sandbox.patch_app(kafka.app, {"spec": {"replicas": 3}}), 3)
-    stamp = {RESTARTED_AT_ANNOTATION: "2026-11-28T00:00:00Z"}  # what `smoothscale swap` writes
-    swap = {"spec": {"template": {"metadata": {"annotations": stamp}}}}
-    step("swap", lambda: sandbox.patch_app(kafka.app, swap), 3)
+    # What `smoothscale swap` writes; the step's orders go once every pod was replaced.
+    step("swap", lambda: swap_every_pod(sandbox, kafka.app, "2026-11-28T00:00:00Z"), 3)
     # the first of the running pods (a retired one may still be terminating)
     first = min(
         p["metadata"]["name"] for p in sandbox.pods(kafka.app) if not p["metadata"].get("deletionTimestamp")

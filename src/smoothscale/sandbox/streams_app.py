@@ -247,6 +247,20 @@ def crash(sandbox: Sandbox, pod: str, *, lose_volume: bool, timeout: float = 120
         time.sleep(0.5)
 
 
+def swap_every_pod(sandbox: Sandbox, app: str, stamp: str, timeout: float = 300) -> None:
+    """Ask for a swap of every pod as `smoothscale swap` does (the template's restartedAt annotation, `stamp`)
+    and wait until none of the pods running before is left. Settling alone cannot tell: the operator may take
+    the new template in a round before it surges the first new pod, and until then the old pods are of one
+    revision, none leaving, balanced and agreed."""
+    before = {p["metadata"]["uid"] for p in sandbox.pods(app)}
+    annotations = {object_names.RESTARTED_AT_ANNOTATION: stamp}
+    sandbox.patch_app(app, {"spec": {"template": {"metadata": {"annotations": annotations}}}})
+    deadline = time.monotonic() + timeout
+    while before & {p["metadata"]["uid"] for p in sandbox.pods(app)}:
+        assert time.monotonic() < deadline, f"the swap did not replace every pod of {app} within {timeout} s"
+        time.sleep(1)
+
+
 def assignor_counts(sandbox: Sandbox, app: str) -> Counter[str]:
     """Rebalances led (`rebalances_followed`), fail-overs (`failovers`) and fallbacks by reason
     (`fallback_<reason>`), summed over the app's pods as their metrics endpoints show them now (a restarted

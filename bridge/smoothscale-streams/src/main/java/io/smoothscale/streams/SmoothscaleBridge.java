@@ -3,6 +3,7 @@ package io.smoothscale.streams;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Properties;
 import org.apache.kafka.streams.KafkaClientSupplier;
 import org.apache.kafka.streams.KafkaStreams;
@@ -332,11 +333,18 @@ public final class SmoothscaleBridge implements AutoCloseable {
      * thread that rejoined meanwhile.
      */
     private void leaveIfRetiring() {
-        if (!closed && streamsSettings != null
-            && StaticMembersLeave.retiring(publications.publication(), settings.pod())) {
+        if (closed || streamsSettings == null) {
+            return;
+        }
+        Optional<Publication> newest = publications.publication();
+        if (StaticMembersLeave.retiring(newest, settings.pod())) {
             LOG.info("Pod {} is stopping and the plan gives it no task: its static members leave the group now",
                 settings.pod());
             leaveGroup();
+        } else {
+            LOG.info("Pod {} is stopping and the plan ({}) gives it tasks: its static members, if any, stay in the"
+                + " group for its return", settings.pod(),
+                newest.map(p -> "generation " + p.generation()).orElse("none read yet"));
         }
     }
 
