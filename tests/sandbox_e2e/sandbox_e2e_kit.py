@@ -40,8 +40,7 @@ class Run:
         return self.settled("create")
 
     def settled(self, step: str, *, also: Check | None = None) -> Snapshot:
-        options = {} if also is None else {"also": also}
-        snapshot = settle(self.sandbox, APP, step, timeout=STEP_TIMEOUT, **options)
+        snapshot = settle(self.sandbox, APP, step, timeout=STEP_TIMEOUT, also=also or (lambda _: True))
         assert snapshot is not None, f"{step}: not settled within {STEP_TIMEOUT:.0f} s"
         return snapshot
 
