@@ -26,7 +26,6 @@ from typing import Any
 
 import kubernetes
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from smoothscale.contract.publication import Publication
@@ -38,7 +37,7 @@ from .api_links import ApiLinks
 from .app_process import AppProcess
 from .envexpansion import expand_words
 from .group_view import group_actives
-from .kafka import jars
+from .kafka import jars, topics
 from .kafka.topics import QUIET
 from .podruntime import Launch
 from .processruntime import Command, CommandBuilder, pod_env
@@ -434,10 +433,9 @@ class StreamsGroupWatch:
 
 
 def create_topics(bootstrap: str, partitions: Mapping[str, int], replication: int = 1) -> None:
-    client = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    futures = client.create_topics([NewTopic(name, count, replication) for name, count in partitions.items()])
-    for future in futures.values():
-        future.result(timeout=30)
+    """Create each topic with its number of partitions and `replication` replicas."""
+    wanted = [NewTopic(name, count, replication) for name, count in partitions.items()]
+    topics.create_topics(bootstrap, wanted)
 
 
 def create_sample_topics(

@@ -3,13 +3,30 @@ replicas placed by hand, to put partitions in chosen racks) and fill partitions 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 QUIET: dict[str, str | int | float] = {"log_level": 0}
 """librdkafka logs to stderr while a broker is away: sandbox clients keep quiet."""
+
+ATTEMPTS = 5
+RETRY_SECONDS = 1.0
+PASSING = frozenset(
+    {
+        KafkaError._DESTROY_BROKER,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_CONTROLLER,
+    }
+)
+"""Errors of a cluster that has just started, which another attempt gets past: librdkafka drops its
+connection to a bootstrap address, with a request in flight on it, once it has learnt the brokers
+(`_DESTROY_BROKER`: a demo's first topic failed so in CI), and a controller may still be settling."""
 
 
 def create_topic(
@@ -26,8 +43,31 @@ def create_topic(
         topic = NewTopic(name, len(replicas), replica_assignment=[list(nodes) for nodes in replicas])
     else:
         topic = NewTopic(name, partitions, replication)
-    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})  # referenced until the future is done
-    admin.create_topics([topic], operation_timeout=20)[name].result(timeout=30)
+    create_topics(bootstrap, [topic])
+
+
+def create_topics(bootstrap: str, topics: Sequence[NewTopic]) -> None:
+    """Create `topics` (none may exist yet), trying again after the errors of `PASSING`: a topic that an
+    earlier attempt created (its answer lost with the connection) is then found to exist, and counts as
+    created."""
+    pending = {topic.topic: topic for topic in topics}
+    for attempt in range(ATTEMPTS):
+        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})  # kept until the futures are done
+        futures = admin.create_topics(list(pending.values()), operation_timeout=20)
+        for name, future in futures.items():
+            try:
+                future.result(timeout=30)
+            except KafkaException as failure:
+                code = failure.args[0].code()
+                created_before = attempt > 0 and code == KafkaError.TOPIC_ALREADY_EXISTS
+                if not created_before:
+                    if code not in PASSING or attempt == ATTEMPTS - 1:
+                        raise
+                    continue  # the next attempt asks again
+            del pending[name]
+        if not pending:
+            return
+        time.sleep(RETRY_SECONDS)
 
 
 def produce(bootstrap: str, topic: str, counts: Mapping[int, int]) -> None:
