@@ -41,6 +41,7 @@ from smoothscale.sandbox.kafka_streams import (
     read_committed,
     sample_jar,
 )
+from smoothscale.sandbox.kubelet import log_pod
 from smoothscale.sandbox.records import handovers, longest_gaps, overlaps
 from smoothscale.sandbox.streams_app import (
     crash,
@@ -99,7 +100,7 @@ def leave_lines(sandbox: Sandbox, members: set[str]) -> list[str]:
     return [
         f"{log.name}: {line}"
         for log in sorted((sandbox.kubelet.root / "logs").glob("*.log"))
-        if log.name.split(".")[1] in pods
+        if log_pod(log) in pods
         for line in log.read_text(errors="replace").splitlines()
         if "static members" in line or "Read generation" in line
     ][-40:]

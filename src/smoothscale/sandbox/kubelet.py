@@ -116,6 +116,12 @@ class _Cache:
             return dict(self.objects)
 
 
+def log_pod(log: Path) -> str:
+    """The pod whose container wrote `log`, a file the kubelet keeps under `<root>/logs/` as
+    `<namespace>.<pod>.<uid>.log` (one per pod, each restart of its process appended)."""
+    return log.name.split(".", 1)[1].rsplit(".", 2)[0]
+
+
 class Kubelet:
     """See the module docstring. `with Kubelet(kubeconfig, root, runtime) as kubelet:`, or `start()` /
     `close()`. `namespace=None` runs the pods of every namespace. `max_grace_seconds` caps every pod's grace
@@ -460,7 +466,7 @@ class Kubelet:
             settings=settings,
             ip=self.runtime.address(body, settings),
             state_dir=state_dir,
-            log=self.root / "logs" / f"{namespace}.{name}.{uid[:8]}.log",
+            log=self.root / "logs" / f"{namespace}.{name}.{uid[:8]}.log",  # `log_pod` reads it back
             sources=sources,
         )
         pod = _Pod(uid=uid, namespace=namespace, name=name, launch=launch, claim=volume.claim)

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .kubelet import log_pod
 from .records import Interval
 
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
@@ -35,7 +36,7 @@ def task_intervals(logs: Path, records: Iterable[Mapping[str, Any]]) -> list[Int
             exits.setdefault(str(record["pod"]), []).append(float(record["at"]))
     found: list[Interval] = []
     for log in sorted(logs.glob("*.log")):
-        pod = log.name.split(".", 1)[1].rsplit(".", 2)[0]
+        pod = log_pod(log)
         found += _runs(log, pod, sorted(exits.get(pod, [])))
     return sorted(found)
 
