@@ -43,6 +43,17 @@ STATE_DIR_ENV: Final = "SMOOTHSCALE_STATE_DIR"
 DEFAULT_STATE_DIR: Final = "/var/lib/smoothscale/state"
 """Where the operator mounts the state volume in the first container if no template container does."""
 
+# -- the pods' leases (`spec.failover.leaseSeconds`, docs/failover.md) ---------------------------------------
+LEASE_SECONDS_ENV: Final = "SMOOTHSCALE_LEASE_SECONDS"
+"""`spec.failover.leaseSeconds`, set by the operator when the app has one: the pod then renews a
+`coordination.k8s.io/v1` Lease (`pod_lease`) and processes its actives only while it holds it."""
+LEASE_LABEL: Final = APP_LABEL
+"""The label (value: the app's name) on every pod's Lease, by which the operator lists an app's Leases."""
+TAKEN_AT_GENERATION_ANNOTATION: Final = "smoothscale.io/taken-at-generation"
+"""Set by the operator on a Lease it took from a pod whose lease expired (its holder then empty): the
+generation in force when it took it. The pod may renew again, but resumes actives only from a later
+generation (the one that failed them over, or any after it)."""
+
 # -- Prometheus metrics every pod exposes --------------------------------------------------------------------
 TASK_LAG_METRIC: Final = "smoothscale_task_lag"
 CHANGELOG_END_OFFSET_METRIC: Final = "smoothscale_task_changelog_end_offset"
@@ -75,3 +86,8 @@ DEFAULT_METRICS_PATH: Final = "/metrics"
 def assignment_configmap(app: str) -> str:
     """The name of an app's assignment ConfigMap."""
     return f"{app}-assignment"
+
+
+def pod_lease(pod: str) -> str:
+    """The name of a pod's Lease (in the app's namespace): its holder renews it while it may process."""
+    return f"{pod}-smoothscale"
