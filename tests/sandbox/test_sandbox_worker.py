@@ -70,7 +70,7 @@ def start_worker(
             stateless_subtopologies=frozenset({"1"}),
             record_file=tmp_path / "records.jsonl",
             tick_seconds=0.05,
-            lease_seconds=0.3,
+            claim_seconds=0.3,
         )
         worker = SampleWorker(config)
         stopping = threading.Event()

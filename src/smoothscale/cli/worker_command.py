@@ -118,12 +118,19 @@ def _csv(_: click.Context, __: click.Parameter, value: str) -> frozenset[str]:
 )
 @click.option("--tick-seconds", envvar=env.TICK_SECONDS_ENV, type=float, default=0.1, show_default=True)
 @click.option(
-    "--lease-seconds",
-    envvar=env.LEASE_SECONDS_ENV,
+    "--claim-seconds",
+    envvar=env.CLAIM_SECONDS_ENV,
     type=float,
     default=0.5,
     show_default=True,
     help="Length of each processing interval written ahead to the record file.",
+)
+@click.option(
+    "--lease-seconds",
+    envvar=contract.LEASE_SECONDS_ENV,
+    type=float,
+    default=None,
+    help="The pod's lease (spec.failover.leaseSeconds): renew a Lease, process actives only while held.",
 )
 @click.option(
     "--parent-pid",
@@ -151,7 +158,8 @@ def worker_command(
     stateless_subtopologies: frozenset[str],
     record_file: Path | None,
     tick_seconds: float,
-    lease_seconds: float,
+    claim_seconds: float,
+    lease_seconds: float | None,
     parent_pid: int | None,
     log_level: str,
 ) -> None:
@@ -174,6 +182,7 @@ def worker_command(
             assignment_dir=assignment_dir,
             metrics_host=metrics_host,
             metrics_port=metrics_port,
+            lease_seconds=lease_seconds,
         ),
         state_dir=state_dir,
         changelog=Changelog(
@@ -186,7 +195,7 @@ def worker_command(
         stateless_subtopologies=stateless_subtopologies,
         record_file=record_file,
         tick_seconds=tick_seconds,
-        lease_seconds=lease_seconds,
+        claim_seconds=claim_seconds,
         parent_pid=parent_pid,
     )
     stop = threading.Event()

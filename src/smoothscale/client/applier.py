@@ -7,6 +7,11 @@ of the generation has returned. A callback that raises leaves the generation una
 publication again resumes from the changes that did complete. A generation older than the applied one is
 refused with a log line: it can only come from a stale cache or a tampered ConfigMap, and following it could
 start a task that a newer generation gave to another pod.
+
+A pod whose lease runs out unrenewed is fenced (`fence`): its actives stop, nothing is applied while it is,
+and it resumes (`unfence`) only once it holds its lease again, from the newest generation offered, or from a
+given one when the operator took its lease meanwhile (that generation failed its actives over:
+`lease.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from smoothscale.contract.publication import ClientAssignment, Publication
 
@@ -62,14 +68,25 @@ def _dispatch(listener: TaskListener, change: RoleChange) -> None:
     callbacks[change.role, change.started](change.task)
 
 
+@dataclass
+class _Fence:
+    """The pod holds no lease: its actives are stopped and nothing is applied until it resumes."""
+
+    resume_from: int | None = None
+    """None while the lease is not held; then the first generation the pod may resume from."""
+
+
 class AssignmentApplier:
-    """The generation a pod has applied and the roles it holds; `offer()` moves it to a newer publication."""
+    """The generation a pod has applied and the roles it holds; `offer()` moves it to a newer publication.
+
+    `fenced=True` starts it fenced: a pod with a lease applies nothing before it first holds it."""
 
     def __init__(
         self,
         pod: str,
         listener: TaskListener,
         on_applied: Callable[[int], None] | None = None,
+        fenced: bool = False,
     ) -> None:
         self.pod = pod
         self._listener = listener
@@ -77,6 +94,9 @@ class AssignmentApplier:
         self._generation = 0
         self._roles: dict[str, Role] = {}
         self._refused: int | None = None
+        self._latest: Publication | None = None
+        """The newest publication offered (applied, or waiting for the fence to end)."""
+        self._fence: _Fence | None = _Fence() if fenced else None
         self._lock = threading.Lock()
 
     @property
@@ -89,10 +109,19 @@ class AssignmentApplier:
         with self._lock:
             return dict(self._roles)
 
+    @property
+    def fenced(self) -> bool:
+        """The pod's actives are stopped until it holds its lease again (and has the generation it needs)."""
+        return self._fence is not None
+
     def offer(self, publication: Publication) -> bool:
         """Apply `publication` if it is newer than the applied one; True when it was applied now."""
         with self._lock:
             generation = publication.generation
+            if self._latest is None or generation > self._latest.generation:
+                self._latest = publication
+            if self._fence is not None and generation >= self._generation:
+                return self._resume()
             if generation == self._generation:
                 return False
             if generation < self._generation:
@@ -106,20 +135,72 @@ class AssignmentApplier:
                     )
                     self._refused = generation
                 return False
-            wanted = roles_of(publication.assignment.get(self.pod, ClientAssignment()))
-            changes = role_changes(self._roles, wanted)
-            for change in changes:
-                _dispatch(self._listener, change)  # raises: this generation stays unacknowledged
-                if change.started:
-                    self._roles[change.task] = change.role
-                else:
-                    del self._roles[change.task]
-            self._generation = generation
-            self._refused = None
-            if self._on_applied is not None:  # under the lock: acknowledgements never go backwards
-                self._on_applied(generation)
-        log.info("pod %s applied assignment generation %d (%s)", self.pod, generation, _summary(changes))
+            self._apply(publication)
         return True
+
+    def fence(self) -> None:
+        """The lease is running out: stop every active task (each `on_revoked` returns once it has stopped)
+        and apply nothing until `unfence`. Standbys and warmups go on: they write nothing downstream."""
+        with self._lock:
+            if self._fence is None:
+                self._fence = _Fence()
+            stopped = [task for task, role in self._roles.items() if role is Role.ACTIVE]
+            for task in stopped:
+                self._listener.on_revoked(task)
+                del self._roles[task]
+        log.warning(
+            "pod %s fenced: %d active tasks stopped until it holds its lease again", self.pod, len(stopped)
+        )
+
+    def unfence(self, from_generation: int | None) -> bool:
+        """The lease is held again: resume from the newest generation offered, once it is `from_generation`
+        or later (None: any; the generation applied before the fence will do). True when it resumed now."""
+        with self._lock:
+            if self._fence is None:
+                return False
+            self._fence.resume_from = self._generation if from_generation is None else from_generation
+            return self._resume()
+
+    def _resume(self) -> bool:
+        """End the fence by applying the newest publication, if the lease is held and it is recent enough
+        (called under the lock)."""
+        fence, latest = self._fence, self._latest
+        if fence is None or fence.resume_from is None:
+            return False
+        if latest is None:  # nothing published yet: nothing to resume, nothing a take can have moved
+            self._fence = None
+            return True
+        if latest.generation < fence.resume_from:
+            return False
+        self._fence = None
+        try:
+            self._apply(latest)
+        except BaseException:
+            self._fence = fence  # not resumed: offering it again retries
+            raise
+        log.info("pod %s resumed at generation %d", self.pod, latest.generation)
+        return True
+
+    def _apply(self, publication: Publication) -> None:
+        """Move the roles to `publication`'s, then acknowledge it (called under the lock)."""
+        wanted = roles_of(publication.assignment.get(self.pod, ClientAssignment()))
+        changes = role_changes(self._roles, wanted)
+        for change in changes:
+            _dispatch(self._listener, change)  # raises: this generation stays unacknowledged
+            if change.started:
+                self._roles[change.task] = change.role
+            else:
+                del self._roles[change.task]
+        self._generation = publication.generation
+        self._refused = None
+        if self._on_applied is not None:  # under the lock: acknowledgements never go backwards
+            self._on_applied(publication.generation)
+        log.info(
+            "pod %s applied assignment generation %d (%s)",
+            self.pod,
+            publication.generation,
+            _summary(changes),
+        )
 
 
 def _summary(changes: list[RoleChange]) -> str:

@@ -2,7 +2,9 @@
 
 It follows the app's assignment ConfigMap (through the API, or the mounted volume when the pod has no API
 access), applies every newer generation through the app's `TaskListener`, serves the Contract 3 metrics,
-and tells the app when its own pod is marked leaving. The app reports lags through `client.metrics`.
+and tells the app when its own pod is marked leaving. The app reports lags through `client.metrics`. When
+the app has a lease (`spec.failover.leaseSeconds`), it renews the pod's Lease and fences the pod when it
+cannot (`lease.py`): the app's processing loop asks `may_process()` before each batch.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from smoothscale.contract.publication import Publication
 
 from .applier import AssignmentApplier, TaskListener
 from .follow import Body, MountedDirFollower, follow_object
+from .lease import LeaseKeeper
 from .metrics import TaskMetrics
 from .publication import from_mounted_dir
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "smoothscale-client"
-"""How the pods' API requests introduce themselves: they only ever read (list and watch)."""
+"""How the pods' API requests introduce themselves: they read (list and watch), and write their Lease."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,9 @@ class ClientConfig:
 
     The API is used when `kubeconfig` is given or the process runs in a cluster; otherwise the assignment is
     read from `assignment_dir`, the mounted ConfigMap (and leaving is not watched: it needs the API).
-    `metrics_port=None` serves no metrics (the app exports `metrics.registry` itself).
+    `metrics_port=None` serves no metrics (the app exports `metrics.registry` itself). `lease_seconds`
+    (the operator sets `SMOOTHSCALE_LEASE_SECONDS` from `spec.failover.leaseSeconds`) makes the pod renew
+    a Lease and process its actives only while it holds it; it needs the API.
     """
 
     pod: str
@@ -51,6 +56,7 @@ class ClientConfig:
     metrics_port: int | None = contract.DEFAULT_METRICS_PORT
     watch_seconds: float = 10.0
     poll_seconds: float = 0.5
+    lease_seconds: float | None = None
 
     @property
     def configmap_name(self) -> str:
@@ -82,7 +88,13 @@ class StreamsClient:
     def __init__(self, config: ClientConfig, listener: TaskListener) -> None:
         self.config = config
         self.metrics = TaskMetrics()
-        self.applier = AssignmentApplier(config.pod, listener, on_applied=self.metrics.set_generation)
+        self.applier = AssignmentApplier(
+            config.pod,
+            listener,
+            on_applied=self.metrics.set_generation,
+            fenced=config.lease_seconds is not None,
+        )
+        self.lease: LeaseKeeper | None = None
         self._following = False
         self.metrics_port: int | None = None
         self._listener = listener
@@ -103,6 +115,11 @@ class StreamsClient:
         if config.metrics_port is not None:
             self.metrics_port = self.metrics.serve(config.metrics_host, config.metrics_port)
         self._api = api_client(config.kubeconfig)
+        if config.lease_seconds is not None and self._api is None:
+            raise ValueError(
+                f"a lease ({contract.LEASE_SECONDS_ENV}={config.lease_seconds}) needs API access: give the "
+                "pod a ServiceAccount that may get, create and update its Lease, or remove spec.failover"
+            )
         if self._api is not None:
             self._api.user_agent = f"{USER_AGENT} ({config.namespace}/{config.pod})"  # for audit logs
             core = kubernetes.client.CoreV1Api(self._api)
@@ -118,6 +135,18 @@ class StreamsClient:
                     self._stop,
                     watch_seconds=config.watch_seconds,
                 ).start()
+            if config.lease_seconds is not None:
+                self.lease = LeaseKeeper(
+                    self._api,
+                    namespace=config.namespace,
+                    pod=config.pod,
+                    app=config.app,
+                    seconds=config.lease_seconds,
+                    on_lost=self.applier.fence,
+                    on_held=self.applier.unfence,
+                    stop=self._stop,
+                )
+                self.lease.start()
         elif config.assignment_dir is not None:
             MountedDirFollower(
                 config.assignment_dir, self._on_mounted_dir, self._stop, poll_seconds=config.poll_seconds
@@ -135,9 +164,17 @@ class StreamsClient:
     def close(self) -> None:
         """Stop following (no callback starts after this returns) and stop serving metrics."""
         self._stop.set()
+        if self.lease is not None:
+            self.lease.close()
         self.metrics.close()
         if self._api is not None:
             self._api.close()
+
+    def may_process(self) -> bool:
+        """The pod may process its actives now: it has no lease, or holds it short of the margin. A
+        processing loop asks before each batch: after a pause (a stopped process, a long GC) the lease may
+        have run out before the fence's callbacks could run."""
+        return self.lease is None or (self.lease.holds() and not self.applier.fenced)
 
     # -- what the followers deliver ------------------------------------------------------------------------
 

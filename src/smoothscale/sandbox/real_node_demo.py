@@ -425,7 +425,7 @@ def _judge_records(records: list[Json]) -> list[str]:
     """No task ever processed by two processes at once, every task processed, from the workers' records.
     Processes are told apart by pod and pid: every worker is pid 1 of its container, and a restarted one
     again, but it never overlaps its dead self. The real kubelet writes no `exited` record: a killed
-    worker's last lease (`lease_seconds`, 0.5 s) is the bound of what it may have done."""
+    worker's last claim (`claim_seconds`, 0.5 s) is the bound of what it may have done."""
     found = [f"records: {text}" for text in invariants.concurrent_processing(records)]
     unprocessed = set(demo_tasks()) - {interval.task for interval in processing_intervals(records)}
     if unprocessed:

@@ -44,7 +44,9 @@ class WorkerConfig:
     stateless_subtopologies: frozenset[str] = frozenset()
     record_file: Path | None = None
     tick_seconds: float = 0.1
-    lease_seconds: float = 0.5
+    claim_seconds: float = 0.5
+    """How far ahead each processing interval is written to the record file (a claim, renewed before its
+    end)."""
     parent_pid: int | None = None
     """Exit when this process is no longer the parent: a kubelet that dies must not leave workers behind."""
 
@@ -150,7 +152,10 @@ class SampleWorker(TaskListener):
 
     def _advance(self, name: str, task: _Task, now: float, elapsed: float, end: int) -> None:
         if task.role is Role.ACTIVE and task.caught_up:
-            self._process(name, task, now, elapsed, end)
+            if self.client.may_process():
+                self._process(name, task, now, elapsed, end)
+            elif task.lease is not None:  # the lease ran out before the fence stopped the task
+                self._release(name, task, keep_role=True)
         elif task.role is not None and task.stateful:
             self._restore(name, task, now, elapsed, end)  # standbys and warmups never stop following
 
@@ -175,7 +180,7 @@ class SampleWorker(TaskListener):
 
     def _process(self, name: str, task: _Task, now: float, elapsed: float, end: int) -> None:
         if task.lease is None or task.lease[1] <= now + self.config.tick_seconds:
-            task.lease = (now, now + self.config.lease_seconds)
+            task.lease = (now, now + self.config.claim_seconds)
             self.records.write("lease", task=name, start=task.lease[0], end=task.lease[1])
         task.budget += self.config.process_rate * elapsed
         if not task.stateful:
@@ -187,13 +192,15 @@ class SampleWorker(TaskListener):
         task.processed += to - task.state.offset
         task.state = task.state.advanced(to)
 
-    def _release(self, name: str, task: _Task) -> None:
-        """Stop processing `name` now (the caller holds the lock the processing needs) and say so."""
+    def _release(self, name: str, task: _Task, keep_role: bool = False) -> None:
+        """Stop processing `name` now (the caller holds the lock the processing needs) and say so; the task
+        keeps its role only while the pod's lease is out (it resumes, or is revoked, once held again)."""
         if task.lease is not None:
             self.records.write("release", task=name, start=task.lease[0], end=time.time())
             task.lease = None
-        task.role = None
-        task.caught_up = False
+        if not keep_role:
+            task.role = None
+            task.caught_up = False
 
     # -- the client's callbacks ------------------------------------------------------------------------------
 
