@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import kmock
 import kubernetes
@@ -18,7 +19,7 @@ import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
 from test_sandbox_client import Recorder
 
-from smoothscale.client import ClientConfig, StreamsClient
+from smoothscale.client import AssignmentApplier, ClientConfig, StreamsClient
 from smoothscale.client.client import USER_AGENT
 from smoothscale.client.lease import FENCE_MARGIN
 from smoothscale.contract import shared_names as contract
@@ -157,3 +158,23 @@ def test_a_lease_needs_api_access(tmp_path: Any, recorder: Recorder) -> None:
     )
     with pytest.raises(ValueError, match=r"SMOOTHSCALE_LEASE_SECONDS=5\.0\) needs API access"):
         StreamsClient(config, recorder).start()
+
+
+def test_a_fenced_applier_applies_nothing_until_it_holds_the_lease_and_the_generation_it_needs(
+    recorder: Recorder,
+) -> None:
+    applier = AssignmentApplier(POD, recorder, fenced=True)
+    recorder.client = cast(StreamsClient, SimpleNamespace(applier=applier))
+    assert not applier.offer(publication(1, **{POD: {"active": ["0_0"]}}))
+    assert recorder.calls == [] and applier.fenced
+    assert applier.unfence(None)  # the first renewal: the newest publication applies
+    assert recorder.calls == [("assigned", "0_0", 0)] and applier.generation == 1
+
+    applier.fence()
+    assert recorder.calls[-1] == ("revoked", "0_0", 1)
+    assert not applier.offer(publication(2, **{POD: {"active": ["0_0", "0_1"]}}))  # held while fenced
+    assert not applier.unfence(3)  # taken in generation 2: only generation 3 or later resumes it
+    assert not applier.offer(publication(2, **{POD: {"active": ["0_0", "0_1"]}}))
+    assert applier.offer(publication(3, **{POD: {"standby": ["0_0"]}}))
+    assert recorder.calls[-1] == ("standby+", "0_0", 1) and not applier.fenced
+    assert applier.generation == 3
