@@ -5,6 +5,7 @@ violations (the count; each is printed above it), the longest gap after the faul
 
     python benchmarks/chaos_run.py                      # 200 events, seed 1 (about 5 minutes)
     python benchmarks/chaos_run.py --events 400 --seed 7
+    python benchmarks/chaos_run.py --events 120 --lease-seconds 3   # pods fenced by a lease, cut off too
 
 Exits 1 when any invariant was violated.
 """
@@ -32,9 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pause", type=float, default=ChaosSettings.pause, help="seconds between events")
+    parser.add_argument(
+        "--lease-seconds", type=float, default=None, help="the app's spec.failover.leaseSeconds (none: no lease)"
+    )
     parser.add_argument("--keep", type=Path, help="run in this directory and keep it (records, logs)")
     args = parser.parse_args(argv)
-    settings = ChaosSettings(events=args.events, seed=args.seed, pause=args.pause)
+    settings = ChaosSettings(
+        events=args.events, seed=args.seed, pause=args.pause, lease_seconds=args.lease_seconds
+    )
     with tempfile.TemporaryDirectory(prefix="chaos-") as scratch:
         root = args.keep or Path(scratch)
         with Sandbox(

@@ -2,10 +2,14 @@
 
 The events (`KINDS`): a pod's worker killed (its volume kept); the operator killed and started again a few
 seconds later; the API server answering 409 or 500 to the next few requests, or holding them for a while;
-a worker frozen (SIGSTOP: its metrics endpoint hangs, it processes nothing) for a few seconds; a zone lost
-(its workers killed, nothing runs there) and restored a few seconds later; the replica count changed; a pod
+a worker frozen (SIGSTOP: its metrics endpoint hangs, it processes nothing, it renews no lease) for a few
+seconds; a pod cut off from the API server (every request it sends fails: it cannot renew its lease nor read
+its assignment, but it runs, and the operator still scrapes it) for up to two leases; a zone lost (its
+workers killed, nothing runs there) and restored a few seconds later; the replica count changed; a pod
 drained; the pod template changed (a host swap of every pod). Events come every `pause` seconds, without
-waiting for the app to settle, so faults pile up on migrations in flight.
+waiting for the app to settle, so faults pile up on migrations in flight. With `lease_seconds` the app has a
+lease (`spec.failover.leaseSeconds`): frozen, cut-off and lost pods' actives fail over once it expires, and
+the pods fence themselves before it does (docs/failover.md).
 
 After every event: no task processed by two processes at once (the workers' records) and no task active on
 two pods in the published assignment. Once the events stop, every fault is healed and the app must settle;
@@ -27,9 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import kmock
 import kubernetes
 import urllib3
 
+from smoothscale.client.client import USER_AGENT
 from smoothscale.contract import shared_names as contract
 
 from . import invariants
@@ -39,6 +45,13 @@ from .observe import settle
 
 T = TypeVar("T")
 
+
+def _sent_by(pod: str, request: kmock.Request) -> bool:
+    """The request comes from the pod's client library (its user agent names the pod)."""
+    agent = str(request.headers.get("User-Agent", ""))
+    return agent.startswith(USER_AGENT) and agent.endswith(f"/{pod})")
+
+
 KINDS: dict[str, int] = {
     "pod-kill": 3,
     "operator-kill": 1,
@@ -46,6 +59,7 @@ KINDS: dict[str, int] = {
     "api-error": 2,
     "api-hang": 1,
     "metrics-down": 2,
+    "api-cutoff": 2,
     "zone-loss": 1,
     "scale": 2,
     "drain": 1,
@@ -65,6 +79,8 @@ class ChaosSettings:
     settle_timeout: float = 180.0
     min_replicas: int = 2
     max_replicas: int = 5
+    lease_seconds: float | None = None
+    """The app's `spec.failover.leaseSeconds` (None: no lease, planning held while a holder is silent)."""
 
 
 @dataclass
@@ -112,7 +128,10 @@ class ChaosRun:
 
     def run(self) -> ChaosReport:
         started = time.time()
-        self._api(lambda: self.sandbox.apply(demo_app(replicas=self._replicas)))
+        app = demo_app(replicas=self._replicas)
+        if self.settings.lease_seconds is not None:
+            app["spec"]["failover"] = {"leaseSeconds": self.settings.lease_seconds}
+        self._api(lambda: self.sandbox.apply(app))
         self._settled("create")
         kinds, weights = list(KINDS), list(KINDS.values())
         while self.report.events < self.settings.events:
@@ -163,6 +182,13 @@ class ChaosRun:
             self.kubelet.freeze(pod)
             thaw = functools.partial(self.kubelet.freeze, pod, frozen=False)
             self._later(choose.uniform(1.0, 5.0), f"thaw {pod}", thaw)
+        elif kind == "api-cutoff":
+            pod = self._running_pod()
+            if pod is None:
+                return False
+            fault = self.faults.fail(503, times=None, when=functools.partial(_sent_by, pod))
+            longest = 2 * (self.settings.lease_seconds or 3.0)
+            self._later(choose.uniform(1.0, longest), f"reconnect {pod}", lambda: self.faults.remove(fault))
         elif kind == "zone-loss":
             if any(name.startswith("zone ") for _, name, _ in self._heals):
                 return False  # one zone at a time: the app is spread over three

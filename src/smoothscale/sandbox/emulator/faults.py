@@ -130,6 +130,11 @@ class FaultInjector:
         with self._lock:
             self._faults.clear()
 
+    def remove(self, fault: Fault) -> None:
+        """Disarm one fault (armed with `times=None`, say), leaving the others."""
+        with self._lock:
+            self._faults = [armed for armed in self._faults if armed is not fault]
+
     async def intercept(self, request: kmock.Request) -> None:
         """Apply the first matching fault to the request: sleep, then raise its failure (if any)."""
         fault = self._take(request)
