@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pause", type=float, default=ChaosSettings.pause, help="seconds between events")
     parser.add_argument(
-        "--lease-seconds", type=float, default=None, help="the app's spec.failover.leaseSeconds (none: no lease)"
+        "--lease-seconds", type=float, default=None, help="the app's spec.failover.leaseSeconds"
     )
     parser.add_argument("--keep", type=Path, help="run in this directory and keep it (records, logs)")
     args = parser.parse_args(argv)
