@@ -209,7 +209,11 @@ class LeaseKeeper:
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
     def _held(self, sent: float) -> None:
-        """A renewal sent at `sent` succeeded: the lease runs to `sent` + its length; a fence ends."""
+        """A renewal sent at `sent` succeeded: the lease runs to `sent` + its length; a fence ends, unless
+        the answer came so late that the lease it gives is already within its margin."""
+        if self._clock() >= sent + self._seconds * (1 - FENCE_MARGIN):
+            log.warning("pod %s: its lease renewal took too long to count; renews again", self._pod)
+            return
         with self._changed:
             self._until = sent + self._seconds
             fenced, self._fenced = self._fenced, False
