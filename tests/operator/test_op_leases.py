@@ -5,20 +5,25 @@ it taken when it is gone, and loses to a pod that renewed (or recreated it) firs
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import kubernetes
 import pytest
-from op_testkit import NAMESPACE
+from op_testkit import NAMESPACE, Kubectl, actives, read_journal, settled_balance, streamsapp, wait_for
 
+from smoothscale.contract.publication import Publication
 from smoothscale.control import object_names
 from smoothscale.operator.appref import AppRef
 from smoothscale.operator.config import OperatorConfig
 from smoothscale.operator.context import OperatorContext
 from smoothscale.operator.leases import AppLeases, Take, pod_lease_seconds
 from smoothscale.sandbox.emulator import RunningEmulator
+from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 
 APP = AppRef(NAMESPACE, "orders", "uid-orders")
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -155,3 +160,138 @@ def test_a_pod_renews_a_lease_only_when_it_was_created_with_one() -> None:
     assert pod_lease_seconds(pod({"name": object_names.APP_ENV, "value": "orders"})) is None
     assert pod_lease_seconds(pod()) is None
     assert pod_lease_seconds({}) is None
+
+
+class Renewer:
+    """The app's pods renewing their Leases every 0.3 s from a thread, as the client library does (a lease of
+    3 s renewed every second would do; faster keeps the test short), but for the pods told to stop: they
+    cannot reach the API server."""
+
+    def __init__(self, cluster: RunningEmulator) -> None:
+        self._client = kubernetes.config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        self.pods = Pods(self._client)
+        self.core = kubernetes.client.CoreV1Api(self._client)
+        self.stopped: set[str] = set()
+        self.versions: dict[str, str] = {}
+        self.lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-renewer", daemon=True)
+
+    def __enter__(self) -> Renewer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=10)
+        self._client.close()
+
+    def renew(self, pod: str) -> None:
+        """One renewal of `pod`'s Lease now (created when it has none)."""
+        with self.lock:
+            version = self.versions.get(pod)
+            try:
+                self.versions[pod] = (
+                    self.pods.create(pod) if version is None else self.pods.renew(pod, version)
+                )
+            except self.pods.exception as error:
+                if error.status not in (404, 409):
+                    raise
+                self.versions.pop(pod, None)  # created again or re-read next time (a test's pod does)
+
+    def _run(self) -> None:
+        while not self._done.wait(0.3):
+            listed = self.core.list_namespaced_pod(
+                NAMESPACE, label_selector=f"{object_names.APP_LABEL}=orders"
+            )
+            for pod in sorted(item.metadata.name for item in listed.items):
+                if pod not in self.stopped:
+                    self.renew(pod)
+
+
+def _leased_app() -> dict[str, Any]:
+    app = streamsapp(replicas=3, partitions=6)
+    app["spec"]["failover"] = {"leaseSeconds": 3}
+    return app
+
+
+def _kinds(journal: Path, kind: str) -> list[dict[str, Any]]:
+    return [record for record in read_journal(journal) if record["kind"] == kind]
+
+
+def test_a_pod_whose_lease_expired_has_its_lease_taken_before_its_tasks_fail_over(
+    kube: Kubectl, fake: MemoryRuntime, run_operator, cluster: RunningEmulator, journal_path: Path
+) -> None:
+    with Renewer(cluster) as renewer, run_operator():
+        kube.apply(_leased_app())
+        before = settled_balance(kube, fake, 3, 6)
+        env = {e.name: e.value for e in kube.pods()["orders-0"].spec.containers[0].env}
+        assert env[object_names.LEASE_SECONDS_ENV] == "3"
+        renewer.stopped.add("orders-0")  # cut off from the API server: it renews no more and, once its
+        with fake.lock:  # lease runs out, stops processing by itself (what the client library does)
+            lost = fake.pods["orders-0"]
+            lost.frozen, lost.active = True, set()
+
+        def failed_over() -> Publication | None:
+            published = kube.publication()
+            if published is None or published.generation == before.generation:
+                return None
+            held = published.assignment.get("orders-0")
+            return published if held is None or not held.active else None
+
+        try:
+            after: Publication = wait_for(failed_over, timeout=30, what="orders-0's actives failed over")
+        finally:
+            lost.frozen = False  # its hung metrics request ends (the kubelet stops it at the end)
+        lost_tasks = {task for task, pod in actives(before).items() if pod == "orders-0"}
+        assert lost_tasks and all(
+            actives(after).get(task) not in (None, "orders-0") for task in lost_tasks
+        ), "orders-0's actives start on their standbys at once"
+        lease = renewer.pods.get("orders-0")
+        assert lease["spec"].get("holderIdentity") is None
+        taken_at = int(lease["metadata"]["annotations"][object_names.TAKEN_AT_GENERATION_ANNOTATION])
+        assert before.generation <= taken_at < after.generation, (
+            "taken before the generation that failed over"
+        )
+        taken = wait_for(lambda: _kinds(journal_path, "lease-taken"), what="the take journaled")
+        assert taken[0]["pods"] == ["orders-0"] and taken[0]["generation"] == taken_at
+        assert "LeaseExpired" in kube.reasons()
+
+
+def test_a_pod_that_renews_before_the_take_is_not_failed_over(
+    kube: Kubectl,
+    fake: MemoryRuntime,
+    run_operator,
+    cluster: RunningEmulator,
+    journal_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """orders-0 renews nothing for a lease (an API server it cannot reach), and renews again just as the
+    operator is about to take its Lease: the take conflicts, nothing is published, and the next rounds see
+    it renewing: its tasks stay where they are."""
+    take = AppLeases.take
+    raced: list[str] = []
+
+    async def renewed_first(self: AppLeases, pods: Any, seen: Any, generation: int, seconds: int) -> Take:
+        if "orders-0" in pods and not raced:
+            raced.append("orders-0")
+            renewer.renew("orders-0")  # the pod's late renewal, between the expiry and the take
+            renewer.stopped.discard("orders-0")
+        return await take(self, pods, seen, generation, seconds)
+
+    monkeypatch.setattr(AppLeases, "take", renewed_first)
+    with Renewer(cluster) as renewer, run_operator():
+        kube.apply(_leased_app())
+        before = settled_balance(kube, fake, 3, 6)
+        renewer.stopped.add("orders-0")
+        kept = wait_for(lambda: _kinds(journal_path, "lease-kept"), timeout=30, what="the take conflicting")
+        assert kept[0]["pod"] == "orders-0"
+        time.sleep(4)  # more than a lease: orders-0 renews, and is never taken for gone again
+        published = kube.publication()
+        assert published is not None and published.generation == before.generation, "nothing published"
+        assert actives(published) == actives(before)
+        lease = renewer.pods.get("orders-0")
+        assert lease["spec"]["holderIdentity"] == "orders-0"
+        assert object_names.TAKEN_AT_GENERATION_ANNOTATION not in (lease["metadata"].get("annotations") or {})
+        assert not _kinds(journal_path, "lease-taken")
+        assert {"LeaseExpired", "LeaseKept"} <= kube.reasons()

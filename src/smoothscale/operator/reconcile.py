@@ -409,7 +409,8 @@ class AppReconciler:
             expired, self.memory.leases.seen, self.publication.generation, round(failover.seconds)
         )
         if take.taken:
-            self.report.journal("lease-taken", pods=list(take.taken), generation=self.publication.generation)
+            # the record's generation is the one in force: the one the Leases are annotated with
+            self.report.journal("lease-taken", pods=list(take.taken))
         if take.kept_by is None:
             return True
         self.report.journal("lease-kept", pod=take.kept_by)
