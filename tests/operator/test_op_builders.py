@@ -104,6 +104,23 @@ def test_every_pod_gets_the_metrics_port_the_operator_scrapes(changes: dict[str,
     assert env[object_names.METRICS_PORT_ENV]["value"] == port == str(app_spec.metrics.port)
 
 
+def test_a_pod_learns_its_lease_from_the_env_only_when_the_app_has_one() -> None:
+    """`spec.failover.leaseSeconds` reaches every container as SMOOTHSCALE_LEASE_SECONDS; an app without it
+    builds the very pods it built before (no variable, the same revision: nothing rolls)."""
+    leased = spec(failover={"leaseSeconds": 12})
+    pod = build_pod(APP, leased, 0, "abc")
+    for container in pod["spec"]["containers"]:
+        assert {e["name"]: e.get("value") for e in container["env"]}[object_names.LEASE_SECONDS_ENV] == "12"
+    for plain in (spec(), spec(failover={})):
+        env = build_pod(APP, plain, 0, "abc")["spec"]["containers"][0]["env"]
+        assert object_names.LEASE_SECONDS_ENV not in {e["name"] for e in env}
+        assert build_pod(APP, plain, 0, "abc") == build_pod(APP, spec(), 0, "abc")
+    assert template_revision(spec()) == template_revision(spec(failover={})) == template_revision(leased), (
+        "the revision is the template's: setting or changing a lease rolls no pod (pods created from then on "
+        "get it)"
+    )
+
+
 def test_the_state_directory_is_where_the_container_mounts_the_state_volume() -> None:
     own = {"name": object_names.STATE_VOLUME, "mountPath": "/var/lib/streams"}
     sidecar = {"name": "proxy", "image": "proxy:1"}

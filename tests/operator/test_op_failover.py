@@ -4,6 +4,7 @@ renews again rejoins holding nothing. Without a lease setting the step holds pla
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from step_testkit import listed_pod, observation
@@ -117,3 +118,24 @@ def test_leases_count_from_the_operators_first_sight_and_from_each_change() -> N
     assert later.expired == frozenset({"b"})
     assert later.observe({"a": "2"}, ["a"], NOW + timedelta(seconds=16), LEASE).expired == frozenset({"a"})
     assert "b" not in later.observe({}, ["a"], NOW + timedelta(seconds=11), LEASE).seen  # no longer listed
+
+
+def test_a_pod_without_a_lease_is_never_failed_over_on_one() -> None:
+    """`Observation.leased`: orders-0 was created before the app had a lease (no lease variable): it renews
+    none and fences nothing, so its silence holds planning as without a lease, however long it lasts."""
+    config = control_step.RoundConfig(failover=LEASE)
+    memory = control_step.initial_memory(NOW)
+    leased = frozenset({"orders-1", "orders-2"})
+    results: dict[str, ScrapeResult] = {
+        "orders-0": DOWN,
+        "orders-1": PodMetrics(generation=4),
+        "orders-2": PodMetrics(generation=4),
+    }
+    for at in (0.0, 10.0, 600.0):
+        tokens = {"orders-1": f"r{at}", "orders-2": f"r{at}"}
+        seen = observed(at, results, tokens)
+        decisions, memory, _ = control_step.step_planning_inline(
+            memory, replace(seen, leased=leased), config, plan
+        )
+        assert decisions.publish is None and decisions.planning.held_for == ("orders-0",)
+    assert memory.leases.expired == frozenset() and set(memory.leases.seen) == leased

@@ -135,6 +135,10 @@ def test_cel_rules_cover_the_cross_field_checks(spec_schema: Json) -> None:
         if "x-kubernetes-validations" in node
     }
     assert rules == {
+        ".": [
+            "!has(self.failover) || !has(self.failover.leaseSeconds) || !has(self.runtime) || "
+            "self.runtime != 'KafkaStreams'"
+        ],
         ".assignment": ["!has(self.probingInterval) || duration(self.probingInterval) >= duration('1s')"],
         ".autoscaling": [
             "!has(self.maxReplicas) || !has(self.minReplicas) || self.minReplicas <= self.maxReplicas"

@@ -192,6 +192,25 @@ def test_autoscaling_bounds_are_ordered(minimal_spec: Json) -> None:
     )
 
 
+def test_a_lease_is_for_the_client_library_within_its_bounds(minimal_spec: Json) -> None:
+    leased = _with(minimal_spec, "failover.leaseSeconds", 10)
+    assert load_spec(leased).failover.lease_seconds == 10
+    assert load_spec(minimal_spec).failover.lease_seconds is None, "absent: no lease"
+    for bound in (3, 1800):
+        assert spec_problems(_with(minimal_spec, "failover.leaseSeconds", bound)) == []
+    assert _only(spec_problems(_with(minimal_spec, "failover.leaseSeconds", 2))) == (
+        "spec.failover.leaseSeconds: should be greater than or equal to 3 (got 2)"
+    )
+    assert _only(spec_problems(_with(minimal_spec, "failover.leaseSeconds", 1801))) == (
+        "spec.failover.leaseSeconds: should be less than or equal to 1800 (got 1801)"
+    )
+    streams = _with(leased, "runtime", "KafkaStreams")
+    message = _only(spec_problems(streams))
+    assert message.startswith("spec.failover.leaseSeconds: only for runtime ClientLibrary")
+    assert "session.timeout.ms" in message
+    assert spec_problems(_with(streams, "failover", {})) == [], "an empty section is no lease"
+
+
 def test_load_spec_returns_the_model_or_raises_with_every_problem(minimal_spec: Json) -> None:
     assert load_spec(minimal_spec).topology.subtopologies[0].name == "0"
     spec = _with(minimal_spec, "topology.subtopologies", [{"name": "0", "partitions": 1}] * 3)

@@ -19,13 +19,17 @@ from smoothscale.contract.shared_names import (
     ASSIGNMENT_KEY,
     DEFAULT_STATE_DIR,
     GENERATION_KEY,
+    LEASE_LABEL,
+    LEASE_SECONDS_ENV,
     LEAVING_ANNOTATION,
     METRICS_PORT_ENV,
     NAMESPACE_ENV,
     POD_NAME_ENV,
     STATE_DIR_ENV,
     STATE_VOLUME,
+    TAKEN_AT_GENERATION_ANNOTATION,
     assignment_configmap,
+    pod_lease,
 )
 
 # Contract 3's names, re-exported from their one home (the client library's contract).
@@ -36,13 +40,17 @@ __all__ = [
     "ASSIGNMENT_KEY",
     "DEFAULT_STATE_DIR",
     "GENERATION_KEY",
+    "LEASE_LABEL",
+    "LEASE_SECONDS_ENV",
     "LEAVING_ANNOTATION",
     "METRICS_PORT_ENV",
     "NAMESPACE_ENV",
     "POD_NAME_ENV",
     "STATE_DIR_ENV",
     "STATE_VOLUME",
+    "TAKEN_AT_GENERATION_ANNOTATION",
     "assignment_configmap",
+    "pod_lease",
 ]
 
 

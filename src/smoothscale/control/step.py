@@ -150,6 +150,10 @@ class Observation:
     renewals: Mapping[str, str] | None = None
     """Each listed pod's lease renewal token, a pod that renews not left out (`failover`); None: no lease
     is read, and no pod is failed over."""
+    leased: frozenset[str] | None = None
+    """The listed pods that hold a lease at all (the operator's: those created with the app's lease setting),
+    the only ones timed; None: every listed pod (the simulator's). A pod created before the app had a lease
+    renews none and fences nothing: it must never be failed over on a lease."""
     plan: PlanAnswer | None = None
     """The plan the last step asked for (`Decisions.plan_wanted`), once made."""
 
@@ -532,7 +536,8 @@ def _observed(
     memory = replace(memory, app_report=app_report)
     said.wake.append(app_report.fallbacks.expires)
     if config.failover is not None and seen.renewals is not None:
-        leases = memory.leases.observe(seen.renewals, [p.name for p in seen.pods], seen.now, config.failover)
+        timed = [p.name for p in seen.pods if seen.leased is None or p.name in seen.leased]
+        leases = memory.leases.observe(seen.renewals, timed, seen.now, config.failover)
         said.events += failover.events(memory.leases, leases)
         said.journal += failover.journal(memory.leases, leases)
         memory = replace(memory, leases=leases)

@@ -63,6 +63,10 @@ CLIENT_ACCESS: Final[frozenset[Access]] = (
     | _rows(api_kind.GROUP, f"{api_kind.PLURAL}/scale", "patch")
     | _rows("autoscaling", "horizontalpodautoscalers", "list")
     | _rows("keda.sh", "scaledobjects", "list")
+    # spec.failover.leaseSeconds: the pods' Leases, listed by the app's label every round (their renewals);
+    # an expired one is taken (replaced, with the resourceVersion last seen) before a generation fails its
+    # pod's tasks over, or created taken when its pod's is gone (leases.py, docs/failover.md).
+    | _rows("coordination.k8s.io", "leases", "list", "update", "create")
     # Pods, claims and the ConfigMap are owned by their app with blockOwnerDeletion (see the module doc).
     | _rows(api_kind.GROUP, f"{api_kind.PLURAL}/finalizers", "update")
 )

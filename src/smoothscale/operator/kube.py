@@ -1,10 +1,11 @@
 """A small asynchronous Kubernetes API client for the operator's own reads and writes.
 
 kopf watches and indexes; the operator also creates pods, claims and the assignment ConfigMap, patches pod
-annotations and the app's status. kopf keeps its API client private, and the official `kubernetes` client
-is synchronous (a thread per call, heavy models for every pod): for 100 apps reconciled every few seconds,
-plain JSON over one aiohttp connection pool is the lighter path. Credentials are kopf's: whatever the login
-handler produced (`kopf.ConnectionInfo`), so both clients always talk to the same server as the same user.
+annotations and the app's status, and reads and takes the pods' Leases. kopf keeps its API client private,
+and the official `kubernetes` client is synchronous (a thread per call, heavy models for every pod): for 100
+apps reconciled every few seconds, plain JSON over one aiohttp connection pool is the lighter path.
+Credentials are kopf's: whatever the login handler produced (`kopf.ConnectionInfo`), so both clients always
+talk to the same server as the same user.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ class KubeClient:
     async def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self._request("POST", path, body=body)
 
+    async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT: the whole object, conditional on the `metadata.resourceVersion` it carries (409 if stale)."""
+        return await self._request("PUT", path, body=body)
+
     async def patch(self, path: str, body: Any, *, content_type: str = MERGE_PATCH) -> dict[str, Any]:
         return await self._request("PATCH", path, body=body, content_type=content_type)
 
@@ -144,7 +149,7 @@ class KubeClient:
         return info.as_ssl_context() if info.server.startswith("https") else False
 
 
-_VERBS = {"GET": "get", "POST": "create", "PATCH": "patch", "DELETE": "delete"}
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
 def _json(text: str) -> dict[str, Any]:

@@ -150,7 +150,7 @@ class OperatorMetrics:
             ("verb",),
             registry=r,
         )
-        for verb in ("get", "create", "patch", "delete"):
+        for verb in ("get", "create", "update", "patch", "delete"):
             self.api_errors.labels(verb)
         ProcessCollector(registry=r)  # process_cpu_seconds_total and the others: the operator's CPU
         self._per_app: tuple[Counter | Gauge | Histogram, ...] = (

@@ -168,4 +168,7 @@ def _add_env(container: dict[str, Any], app: AppRef, spec: StreamsAppSpec) -> No
     state_dir = _state_dir(container)
     if state_dir is not None:
         ours.append({"name": object_names.STATE_DIR_ENV, "value": state_dir})
+    lease = spec.failover.lease_seconds
+    if lease is not None:  # the pod renews a Lease (docs/failover.md); without it, no variable at all
+        ours.append({"name": object_names.LEASE_SECONDS_ENV, "value": str(lease)})
     container["env"] = [variable for variable in ours if variable["name"] not in defined] + env

@@ -39,7 +39,9 @@ from smoothscale.contract.configmap import CorruptAssignment
 from smoothscale.contract.publication import EMPTY, Publication
 from smoothscale.control import object_names, scrapecadence
 from smoothscale.control import step as control_step
+from smoothscale.control.events import AppEvent, EventType
 from smoothscale.control.exposition import scrape_targets
+from smoothscale.control.failover import Failover
 from smoothscale.control.observed import PodMetrics, ScrapeResult
 from smoothscale.control.pods import PodInfo, pod_info
 from smoothscale.control.status import Problem
@@ -60,6 +62,7 @@ from .disruption import BudgetKeeper
 from .kafka import streamsgroup
 from .kafka.observer import KafkaObserver
 from .kube import KubeError, core_path
+from .leases import AppLeases, pod_lease_seconds
 from .podactions import PodSetActions
 from .publish import Published, load_published, publish
 from .reporting import AppReporter
@@ -99,11 +102,12 @@ class _SpecRead:
 @dataclass(frozen=True)
 class _PodsRead:
     """The app's pods as last listed, how many watch events about them had arrived when the list was sent,
-    and when."""
+    and when; and the lease each was created with (the pods that renew one, `leases.pod_lease_seconds`)."""
 
     pods: tuple[PodInfo, ...]
     events: int
     at: datetime
+    leases: Mapping[str, int]
 
 
 class AppReconciler:
@@ -116,10 +120,13 @@ class AppReconciler:
         self.claims = ClaimOwnership(app, context.api)
         self.budget = BudgetKeeper(app, context.api, timedelta(seconds=context.config.assignment_recheck))
         self.kafka = KafkaObserver(app, context.api, context.clock)
+        self.leases = AppLeases(app, context.api)
         self.autoscaling = AppAutoscaling(app, context, self.report)
         self.config = control_step.operator_round_config(
             context.config.startup_grace, context.config.scrape_interval
         )
+        self.round_config = self.config
+        """This round's: the operator's, with the app's lease when it has one (`_failover`)."""
         self.recheck = timedelta(seconds=context.config.assignment_recheck)
         self.memory = initial_memory(context.clock())
         self.pods_recheck = timedelta(seconds=context.config.pods_recheck)
@@ -157,10 +164,12 @@ class AppReconciler:
             if status is not None:
                 await self.report.write_status(status, observed.now)
             return
+        before = self.memory
         decisions, self.memory, wake_at, observed = await self._step(observed)
         self._last = control_step.Stepped(observed, decisions, wake_at)
         self._report_decisions(observed, decisions)
-        await self._act(observed, decisions)
+        if not await self._act(observed, decisions, before):
+            return  # a pod renewed its lease before the operator could take it: this round is undone
         self.report.gauges(self.publication, decisions.pods)
         self.round_metrics.round(
             decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
@@ -175,7 +184,7 @@ class AppReconciler:
         """The core's step, on the event loop. When it asks for a plan, the planner runs in a thread
         (planning is CPU work: the loop goes on serving the other apps) and the next observation is this one
         with the plan in it (nothing was carried out in between); that step decides the round."""
-        decisions, memory, wake_at = control_step.step(self.memory, observed, self.config)
+        decisions, memory, wake_at = control_step.step(self.memory, observed, self.round_config)
         wanted = decisions.plan_wanted
         if wanted is None:
             return decisions, memory, wake_at, observed
@@ -183,7 +192,7 @@ class AppReconciler:
         plan = await asyncio.to_thread(make_plan, wanted.snapshot)
         answer = control_step.PlanAnswer(wanted, plan, time.perf_counter() - started)
         observed = replace(observed, plan=answer)
-        decisions, memory, wake_at = control_step.step(memory, observed, self.config)
+        decisions, memory, wake_at = control_step.step(memory, observed, self.round_config)
         return decisions, memory, wake_at, observed
 
     def pods_changed(self) -> None:
@@ -237,6 +246,7 @@ class AppReconciler:
             urls = scrape_targets(pods, working.metrics)
             often = self._last.read_often(spec, pods) if self._last is not None else None
             results = await self._scrape(urls, working.metrics, often)
+        renewals, leased = await self._renewals(working)
         status = seen.body.get("status") or {}
         failed = self.kafka.problem
         return Observation(
@@ -264,7 +274,25 @@ class AppReconciler:
                 unknown_lags=facts.unknown_lags,
             ),
             urls=urls,
+            renewals=renewals,
+            leased=leased,
         )
+
+    async def _renewals(
+        self, working: StreamsAppSpec | None
+    ) -> tuple[Mapping[str, str] | None, frozenset[str] | None]:
+        """With a lease (the working spec's `failover.leaseSeconds`): the pods' renewals, from one list of the
+        app's Leases, and the pods that renew one (created with a lease); this round's config times them by
+        the longest of the spec's lease and theirs (a pod created with a longer one than the spec's now still
+        counts on it). Without one: nothing is read and nothing fails over."""
+        seconds = working.failover.lease_seconds if working is not None else None
+        if seconds is None:
+            self.round_config = self.config
+            return None, None
+        created_with = self._pods_read.leases if self._pods_read is not None else {}
+        longest = max([seconds, *created_with.values()])
+        self.round_config = replace(self.config, failover=Failover(float(longest)))
+        return await self.leases.renewals(), frozenset(created_with)
 
     async def _scrape(
         self, urls: Mapping[str, str], metrics: MetricsSpec, read_often: frozenset[str] | None
@@ -312,16 +340,18 @@ class AppReconciler:
         if read is not None and read.events == self._pod_events and now - read.at < self.pods_recheck:
             return read.pods  # nothing listed, nothing changed: the round may be skipped (`Stepped.repeats`)
         events = self._pod_events  # an event arriving while the list is under way: listed again next round
-        pods = tuple(await self._list_pods())
-        self._pods_read = _PodsRead(pods, events, now)
+        listed = await self._list_pods()
+        pods = tuple(pod for pod, _ in listed)
+        leases = {pod.name: seconds for pod, seconds in listed if seconds is not None}
+        self._pods_read = _PodsRead(pods, events, now, leases)
         return pods
 
-    async def _list_pods(self) -> list[PodInfo]:
-        """The app's pods, as the API server lists them now."""
+    async def _list_pods(self) -> list[tuple[PodInfo, int | None]]:
+        """The app's pods, as the API server lists them now, each with the lease it was created with."""
         selector = object_names.managed_selector(self.app.name)
         listed = await self.ctx.api.get(core_path(self.app.namespace, "pods"), {"labelSelector": selector})
-        pods = (pod_info(item) for item in listed.get("items") or [])
-        return [p for p in pods if p.ordinal is not None]
+        pods = ((pod_info(item), pod_lease_seconds(item)) for item in listed.get("items") or [])
+        return [(p, seconds) for p, seconds in pods if p.ordinal is not None]
 
     async def _load(self, now: datetime) -> ConfigMapRead:
         """Read the publication in force: after a restart, a conflicting write, and every `recheck` (a
@@ -347,7 +377,15 @@ class AppReconciler:
         if planned is not None:
             self.report.plan(planned.trigger, planned.plan, planned.seconds, planned.clients, planned.tasks)
 
-    async def _act(self, observed: Observation, decisions: Decisions) -> None:
+    async def _act(self, observed: Observation, decisions: Decisions, before: RoundMemory) -> bool:
+        """Carry the round's decisions out: when it publishes, first the take of the pods' Leases that
+        expired, then the claims, the budget, the pod actions and the generation. False when a pod renewed
+        its lease first: nothing is carried out, and the memory is the one `before` the step (which took the
+        pod for gone): the next round steps again, sees the renewal, and the pod is no longer expired."""
+        if decisions.publish is not None and not await self._take_leases():
+            self.memory = before
+            self._last = None
+            return False
         spec = observed.spec
         if spec is not None:
             await self.claims.keep(spec.storage)
@@ -357,6 +395,31 @@ class AppReconciler:
             await self.actions.apply(decisions.pod_set, spec, observed.revision, observed.now)
         if decisions.publish is not None:
             await self._publish(decisions.publish)
+        return True
+
+    async def _take_leases(self) -> bool:
+        """Before a generation is published: the take of each pod's Lease whose lease expired and that its
+        pod may still hold (`leases.AppLeases.take`), conditional on the token the step last saw. False when
+        a pod renewed (or recreated its Lease) first: it did not stop, and nothing may be published."""
+        expired = self.memory.leases.expired
+        failover = self.round_config.failover
+        if not expired or failover is None:
+            return True
+        take = await self.leases.take(
+            expired, self.memory.leases.seen, self.publication.generation, round(failover.seconds)
+        )
+        if take.taken:
+            # the record's generation is the one in force: the one the Leases are annotated with
+            self.report.journal("lease-taken", pods=list(take.taken))
+        if take.kept_by is None:
+            return True
+        self.report.journal("lease-kept", pod=take.kept_by)
+        message = (
+            f"{take.kept_by} renewed its lease before the operator took it: its tasks do not fail over, "
+            "nothing is published on its expiry"
+        )
+        self.report.post([AppEvent(EventType.NORMAL, "LeaseKept", message)])
+        return False
 
     # -- hand-over between rounds ----------------------------------------------------------------------
 
@@ -394,6 +457,9 @@ class AppReconciler:
     async def _publish(self, candidate: Publication) -> None:
         read = self.configmap
         if read is None or read.published is None:
+            return
+        if not await self._take_leases():  # a poll's generation, too, follows the take
+            self._last = None
             return
         spec = self.memory.last_good
         if spec is not None and spec.kafka is not None and _on_streams_protocol(spec):

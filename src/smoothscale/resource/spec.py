@@ -38,6 +38,7 @@ __all__ = [
     "AssignmentSpec",
     "ClaimRetention",
     "ClaimRetentionPolicy",
+    "FailoverSpec",
     "MetricNames",
     "MetricsSpec",
     "PodSpecShape",
@@ -372,8 +373,57 @@ class MetricsSpec(SpecModel):
     )
 
 
+MIN_LEASE_SECONDS = 3
+"""The shortest lease: a pod renews every third of it (1 s here), and a renewal's round trip to the API
+server, a garbage-collection pause or a slow API server must stay well within that third, or healthy pods
+fence themselves. The operator times leases by its rounds (every 5 s by default, `scrape_interval`): a lease
+shorter than that wakes it for every expiry it times, so its rounds come more often than the interval."""
+MAX_LEASE_SECONDS = 1800
+"""The longest lease: Kafka's own bound on a member's session (`group.max.session.timeout.ms`, 30 min by
+default); a lost pod's tasks wait that long before they start elsewhere."""
+
+
+class FailoverSpec(SpecModel):
+    """When a lost pod's tasks start elsewhere (docs/failover.md)."""
+
+    lease_seconds: int | None = Field(
+        None,
+        ge=MIN_LEASE_SECONDS,
+        le=MAX_LEASE_SECONDS,
+        description="runtime ClientLibrary only: each pod renews a coordination.k8s.io Lease every third of "
+        "this and processes its actives only while it holds it; once the operator has seen no renewal "
+        "for this long it takes the pod's Lease and fails its actives over to their most caught-up copies. "
+        f"{MIN_LEASE_SECONDS} to {MAX_LEASE_SECONDS}; 10 or more is advised (below the operator's round "
+        f"interval, 5s by default, it wakes for each expiry). Pods get it as {contract.LEASE_SECONDS_ENV} "
+        "when they are created (pods created before it was set keep no lease: restart or swap them). "
+        "Absent: no lease; a silent pod that holds tasks holds planning until it comes back. runtime "
+        "KafkaStreams apps fail over through their consumer group's session.timeout.ms instead.",
+    )
+
+
+# has(): the API server also checks the section's default ({}) by this rule; runtime is always there
+# (defaulted).
+_LEASE_NEEDS_CLIENT_LIBRARY = (
+    "!has(self.failover) || !has(self.failover.leaseSeconds) || !has(self.runtime) || "
+    "self.runtime != 'KafkaStreams'"
+)
+
+
 class StreamsAppSpec(SpecModel):
     """The desired state of a stream processing app."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": _LEASE_NEEDS_CLIENT_LIBRARY,
+                    "message": "failover.leaseSeconds is for runtime ClientLibrary only: a KafkaStreams app "
+                    "fails over through its consumer group's session.timeout.ms",
+                    "fieldPath": ".failover",
+                }
+            ]
+        }
+    )
 
     replicas: int = Field(1, ge=0, description="Number of pods (not counting surge during a swap).")
     runtime: Runtime = Field(
@@ -419,6 +469,12 @@ class StreamsAppSpec(SpecModel):
         default_factory=AutoscalingSpec,
         description="The operator's autoscaler: Recommend (status.autoscaling only, the default) or Act (it "
         "sets spec.replicas itself), its bounds and its target (docs/autoscaling.md).",
+        json_schema_extra=_EMPTY_SECTION,
+    )
+    failover: FailoverSpec = Field(
+        default_factory=FailoverSpec,
+        description="When a lost pod's tasks start elsewhere: leaseSeconds, the pods' lease "
+        "(runtime ClientLibrary; docs/failover.md).",
         json_schema_extra=_EMPTY_SECTION,
     )
 

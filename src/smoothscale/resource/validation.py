@@ -72,6 +72,7 @@ def semantic_problems(spec: StreamsAppSpec) -> list[str]:
         *_autoscaling_problems(spec),
         *_template_problems(spec),
         *_kafka_problems(spec),
+        *_failover_problems(spec),
     ]
 
 
@@ -214,6 +215,15 @@ def _oauthbearer_problems(kafka: KafkaSpec) -> Iterator[str]:
             yield f"{where}.extensions: {name!r} is not an extension name (letters only, RFC 7628 3.1)"
         elif name == "auth":
             yield f"{where}.extensions: 'auth' is reserved by SASL/OAUTHBEARER for the token itself"
+
+
+def _failover_problems(spec: StreamsAppSpec) -> Iterator[str]:
+    if spec.failover.lease_seconds is not None and spec.runtime is Runtime.KAFKA_STREAMS:
+        yield (
+            "spec.failover.leaseSeconds: only for runtime ClientLibrary; a runtime KafkaStreams app fails "
+            "over through its consumer group's session.timeout.ms (Kafka removes a silent member, and the "
+            "bridge puts its actives on their most caught-up standbys): leave it out"
+        )
 
 
 def _named_objects(value: object, where: str) -> Iterator[str]:

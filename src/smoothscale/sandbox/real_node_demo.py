@@ -76,6 +76,8 @@ WORKER_ACCESS: list[dict[str, list[str]]] = [
     {"api_groups": [""], "resources": ["configmaps"], "resource_names": [contract.assignment_configmap(APP)],
      "verbs": ["get", "list", "watch"]},
     {"api_groups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    # With spec.failover.leaseSeconds each pod reads, creates and renews its own Lease (docs/failover.md).
+    {"api_groups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
 ]  # fmt: skip
 
 
