@@ -28,6 +28,7 @@ from smoothscale.sandbox.emulator.memoryruntime import MemoryRuntime
 APP = AppRef(NAMESPACE, "orders", "uid-orders")
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 TAKEN = object_names.TAKEN_AT_GENERATION_ANNOTATION
+WAITING = object_names.WAITING_FOR_GENERATION_ANNOTATION
 
 
 class Pods:
@@ -295,3 +296,44 @@ def test_a_pod_that_renews_before_the_take_is_not_failed_over(
         assert object_names.TAKEN_AT_GENERATION_ANNOTATION not in (lease["metadata"].get("annotations") or {})
         assert not _kinds(journal_path, "lease-taken")
         assert {"LeaseExpired", "LeaseKept"} <= kube.reasons()
+
+
+async def test_the_generation_a_pod_waits_for_is_read_from_the_leases_its_pods_hold(
+    pods: Pods, leases: AppLeases
+) -> None:
+    for pod, holder in (("orders-0", None), ("orders-1", ""), ("orders-2", None)):
+        pods.create(pod, holder=holder)
+    await leases.renewals()
+    assert leases.waited_for() == 0
+    for pod, waited in (("orders-0", "5"), ("orders-1", "9"), ("orders-2", "4")):
+        lease = pods.get(pod)
+        lease["metadata"]["annotations"] = {WAITING: waited}
+        pods.api.replace_namespaced_lease(object_names.pod_lease(pod), NAMESPACE, lease)
+    await leases.renewals()
+    assert leases.waited_for() == 5, "orders-1's Lease is held by no pod: it waits for nothing yet"
+
+
+def test_a_pod_waiting_for_a_generation_the_take_never_published_gets_one(
+    kube: Kubectl, fake: MemoryRuntime, run_operator, cluster: RunningEmulator, journal_path: Path
+) -> None:
+    """The take's generation never came (its write failed, and the pod took its Lease back before the next
+    round): the pod waits for a newer generation than the one in force, which an unchanged plan would never
+    make. The operator publishes the next one, with the same assignment."""
+    with Renewer(cluster) as renewer, run_operator():
+        kube.apply(_leased_app())
+        before = settled_balance(kube, fake, 3, 6)
+        with renewer.lock:
+            lease = renewer.pods.get("orders-0")
+            lease["metadata"]["annotations"] = {WAITING: str(before.generation + 1)}
+            replaced = renewer.pods.api.replace_namespaced_lease(
+                object_names.pod_lease("orders-0"), NAMESPACE, lease
+            )
+            renewer.versions["orders-0"] = str(replaced.metadata.resource_version)
+        after = wait_for(
+            lambda: (p := kube.publication()) is not None and p.generation > before.generation and p,
+            timeout=20,
+            what="the generation orders-0 waits for",
+        )
+        assert after.generation == before.generation + 1
+        assert actives(after) == actives(before), "the same assignment, a newer generation"
+        assert _kinds(journal_path, "lease-republish")[0]["waitedFor"] == before.generation + 1

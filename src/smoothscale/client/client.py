@@ -144,6 +144,7 @@ class StreamsClient:
                     seconds=config.lease_seconds,
                     on_lost=self.applier.fence,
                     on_held=self.applier.unfence,
+                    applied=lambda: self.applier.generation,
                     stop=self._stop,
                 )
                 self.lease.start()

@@ -64,6 +64,7 @@ class LeaseKeeper:
         seconds: float,
         on_lost: Callable[[], None],
         on_held: Callable[[int | None], object],
+        applied: Callable[[], int],
         stop: threading.Event,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -75,13 +76,16 @@ class LeaseKeeper:
         self._seconds = seconds
         self._on_lost = on_lost
         self._on_held = on_held
+        self._applied = applied
         self._stop = stop
         self._clock = clock
         self._until = -math.inf
         """When the lease the pod holds ends (monotonic clock): the send time of the last renewal + lease."""
         self._fenced = True
         self._taken_at: int | None = None
-        """The generation in force when the operator took the Lease, until the pod resumes after it."""
+        """The generation in force when the operator took the Lease, until the pod holds it again."""
+        self._waiting_for: int | None = None
+        """The generation the pod waits for since it took its Lease back, until it has applied it."""
         self._lease: Body | None = None
         self._changed = threading.Condition()
 
@@ -206,6 +210,14 @@ class LeaseKeeper:
             spec["acquireTime"] = now
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         spec.update(holderIdentity=self._pod, leaseDurationSeconds=math.ceil(self._seconds), renewTime=now)
+        waiting = self._taken_at + 1 if self._taken_at is not None else self._waiting_for
+        if waiting is not None and waiting > self._applied():
+            # the operator publishes it if it would not otherwise (the take's generation never came)
+            annotations[contract.WAITING_FOR_GENERATION_ANNOTATION] = str(waiting)
+        else:
+            annotations.pop(contract.WAITING_FOR_GENERATION_ANNOTATION, None)
+            waiting = None
+        self._waiting_for = waiting
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
     def _held(self, sent: float) -> None:

@@ -53,6 +53,10 @@ TAKEN_AT_GENERATION_ANNOTATION: Final = "smoothscale.io/taken-at-generation"
 """Set by the operator on a Lease it took from a pod whose lease expired (its holder then empty): the
 generation in force when it took it. The pod may renew again, but resumes actives only from a later
 generation (the one that failed them over, or any after it)."""
+WAITING_FOR_GENERATION_ANNOTATION: Final = "smoothscale.io/waiting-for-generation"
+"""Set by a pod on the Lease it took back after the operator's take: the first generation it may resume
+from. While the generation in force is older (the take's generation was never followed: its publication
+failed, and the pod came back before the next), the operator publishes the next one."""
 
 # -- Prometheus metrics every pod exposes --------------------------------------------------------------------
 TASK_LAG_METRIC: Final = "smoothscale_task_lag"

@@ -31,6 +31,10 @@ from typing import Any
 from .events import AppEvent, EventType, listing
 from .pods import PodInfo
 
+LEASE_READS_PER_LEASE = 3
+"""How often the operator reads an app's Leases, per lease: a renewal is timed from the round that first
+sees it, so the fail-over of a pod lost just after a renewal waits the lease and at most a third more."""
+
 
 @dataclass(frozen=True)
 class Failover:
@@ -39,6 +43,11 @@ class Failover:
     seconds: float
     """How long after the operator last saw a pod renew its tasks start elsewhere: the lease (the client
     library's pods), or the session timeout (Kafka Streams apps, whose group coordinator decides)."""
+
+    @property
+    def read_interval(self) -> float:
+        """Seconds between two reads of the Leases (`LEASE_READS_PER_LEASE`)."""
+        return self.seconds / LEASE_READS_PER_LEASE
 
 
 @dataclass(frozen=True)

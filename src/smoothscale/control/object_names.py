@@ -28,6 +28,7 @@ from smoothscale.contract.shared_names import (
     STATE_DIR_ENV,
     STATE_VOLUME,
     TAKEN_AT_GENERATION_ANNOTATION,
+    WAITING_FOR_GENERATION_ANNOTATION,
     assignment_configmap,
     pod_lease,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "STATE_DIR_ENV",
     "STATE_VOLUME",
     "TAKEN_AT_GENERATION_ANNOTATION",
+    "WAITING_FOR_GENERATION_ANNOTATION",
     "assignment_configmap",
     "pod_lease",
 ]

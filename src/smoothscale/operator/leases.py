@@ -32,6 +32,7 @@ from .appref import AppRef
 from .kube import KubeClient, KubeError, group_path
 
 LEASE_API_VERSION = "coordination.k8s.io/v1"
+WAITING = object_names.WAITING_FOR_GENERATION_ANNOTATION
 
 
 def pod_lease_seconds(pod: Mapping[str, Any]) -> int | None:
@@ -92,6 +93,19 @@ class AppLeases:
         items = listed.get("items") or []
         self._leases = {str((item.get("metadata") or {}).get("name")): item for item in items}
         return renewals_of(items)
+
+    def waited_for(self) -> int:
+        """The newest generation a pod that took its Lease back waits for (0: none waits): if the one in
+        force is older, the take's generation was never published, and the pod processes nothing until one
+        is (`WAITING_FOR_GENERATION_ANNOTATION`)."""
+        waited = [
+            int(value)
+            for lease in self._leases.values()
+            if (value := ((lease.get("metadata") or {}).get("annotations") or {}).get(WAITING)) is not None
+            and str(value).isdigit()
+            and holder_of(lease) is not None
+        ]
+        return max(waited, default=0)
 
     def held_by_its_pod(self, pod: str) -> bool | None:
         """Whether `pod`'s Lease, as last known, is held by the pod (None: there is none)."""

@@ -210,11 +210,15 @@ class AppReconciler:
 
     def next_round_in(self) -> float:
         """Seconds until the next round has something new to read: the scrape interval, or for an app at
-        rest the first of its pods' steady reads (`scrapecadence.next_read_in`)."""
+        rest the first of its pods' steady reads (`scrapecadence.next_read_in`); for an app with a lease, at
+        most a third of it (its Leases are read every round: `failover.LEASE_READS_PER_LEASE`)."""
         last = self._last
         if last is None or not last.decisions.at_rest:
-            return self.cadence.interval
-        return scrapecadence.next_read_in(self._read_at, time.monotonic(), self.cadence)
+            due = self.cadence.interval
+        else:
+            due = scrapecadence.next_read_in(self._read_at, time.monotonic(), self.cadence)
+        failover = self.round_config.failover
+        return due if failover is None else min(due, failover.read_interval)
 
     def forget(self) -> None:
         self.kafka.close()
@@ -395,6 +399,13 @@ class AppReconciler:
             await self.actions.apply(decisions.pod_set, spec, observed.revision, observed.now)
         if decisions.publish is not None:
             await self._publish(decisions.publish)
+        elif self.leases.waited_for() > self.publication.generation:
+            # a pod whose Lease was taken came back before the take's generation could be published: it
+            # resumes only from a newer one, which the plan, unchanged, would not make
+            self.report.journal("lease-republish", waitedFor=self.leases.waited_for())
+            await self._publish(
+                self.publication.model_copy(update={"generation": self.publication.generation + 1})
+            )
         return True
 
     async def _take_leases(self) -> bool:
