@@ -7,6 +7,8 @@ docs/architecture.md).
 
     with StreamsClient(ClientConfig(pod=..., namespace=..., app=..., kubeconfig=...), Tasks()) as client:
         client.metrics.set_task("0_3", lag=120, end_offset=5000)
+        if client.may_process():             # with a lease (spec.failover): only while the pod holds it
+            ...                               # process the next batch of the active tasks
 
 It stands on `smoothscale.contract` alone (the names, the publication and its ConfigMap codec): neither the
 planner (numpy, OR-Tools) nor the operator.
