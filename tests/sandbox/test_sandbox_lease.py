@@ -102,6 +102,10 @@ def test_the_pod_processes_nothing_before_it_holds_its_lease_then_renews_it(
     assert lease.spec.holder_identity == POD
     assert lease.metadata.labels == {contract.LEASE_LABEL: APP}
     assert lease.spec.lease_duration_seconds == 2
+    core.create_namespaced_pod(NAMESPACE, {"metadata": {"name": POD}, "spec": {"containers": []}})
+    uid = core.read_namespaced_pod(POD, NAMESPACE).metadata.uid
+    owned = eventually(lambda: (found := _lease(leases)).metadata.owner_references and found, timeout=15)
+    assert [(o.kind, o.name, o.uid) for o in owned.metadata.owner_references] == [("Pod", POD, uid)]
     eventually(client.may_process)
     publish(core, APP, configmap_body(APP, publication(1, **{POD: {"active": ["0_0"]}})))
     eventually(lambda: client.applier.generation == 1)

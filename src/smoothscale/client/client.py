@@ -123,19 +123,7 @@ class StreamsClient:
         if self._api is not None:
             self._api.user_agent = f"{USER_AGENT} ({config.namespace}/{config.pod})"  # for audit logs
             core = kubernetes.client.CoreV1Api(self._api)
-            for name, list_function, handle in (
-                (config.configmap_name, core.list_namespaced_config_map, self._on_configmap),
-                (config.pod, core.list_namespaced_pod, self._on_own_pod),
-            ):
-                follow_object(
-                    list_function,
-                    config.namespace,
-                    name,
-                    handle,
-                    self._stop,
-                    watch_seconds=config.watch_seconds,
-                ).start()
-            if config.lease_seconds is not None:
+            if config.lease_seconds is not None:  # before the followers: the pod's own object names its uid
                 self.lease = LeaseKeeper(
                     self._api,
                     namespace=config.namespace,
@@ -148,6 +136,18 @@ class StreamsClient:
                     stop=self._stop,
                 )
                 self.lease.start()
+            for name, list_function, handle in (
+                (config.configmap_name, core.list_namespaced_config_map, self._on_configmap),
+                (config.pod, core.list_namespaced_pod, self._on_own_pod),
+            ):
+                follow_object(
+                    list_function,
+                    config.namespace,
+                    name,
+                    handle,
+                    self._stop,
+                    watch_seconds=config.watch_seconds,
+                ).start()
         elif config.assignment_dir is not None:
             MountedDirFollower(
                 config.assignment_dir, self._on_mounted_dir, self._stop, poll_seconds=config.poll_seconds
@@ -220,7 +220,10 @@ class StreamsClient:
         self.applier.offer(publication)
 
     def _on_own_pod(self, body: Body | None) -> None:
-        annotations = ((body or {}).get("metadata") or {}).get("annotations") or {}
+        metadata = (body or {}).get("metadata") or {}
+        if self.lease is not None and metadata.get("uid"):
+            self.lease.owned_by(str(metadata["uid"]))
+        annotations = metadata.get("annotations") or {}
         value = annotations.get(contract.LEAVING_ANNOTATION)
         if value is not None and self._leaving is None:
             log.info("pod %s is leaving (%s=%r)", self.config.pod, contract.LEAVING_ANNOTATION, value)

@@ -87,6 +87,7 @@ class LeaseKeeper:
         self._waiting_for: int | None = None
         """The generation the pod waits for since it took its Lease back, until it has applied it."""
         self._lease: Body | None = None
+        self._owner: Body | None = None
         self._changed = threading.Condition()
 
     @property
@@ -96,6 +97,12 @@ class LeaseKeeper:
     def holds(self) -> bool:
         """The pod holds its lease now, short of the margin: it may process its actives."""
         return not self._fenced and self._clock() < self._fence_at()
+
+    def owned_by(self, pod_uid: str) -> None:
+        """The pod's uid, once its own object is read: the Lease is owned by the pod from the next renewal
+        on, so that Kubernetes' garbage collector deletes it with the pod (a pod removed on a scale-in
+        leaves no Lease behind)."""
+        self._owner = {"apiVersion": "v1", "kind": "Pod", "name": self._pod, "uid": pod_uid}
 
     def start(self) -> None:
         threading.Thread(target=self._renew_loop, name="lease-renew", daemon=True).start()
@@ -186,6 +193,7 @@ class LeaseKeeper:
                 "name": self._name,
                 "namespace": self._namespace,
                 "labels": {contract.LEASE_LABEL: self._app},
+                **self._owner_references(),
             },
             "spec": {
                 "holderIdentity": self._pod,
@@ -205,6 +213,7 @@ class LeaseKeeper:
         annotations.pop(contract.TAKEN_AT_GENERATION_ANNOTATION, None)
         metadata["annotations"] = annotations
         metadata["labels"] = {**(metadata.get("labels") or {}), contract.LEASE_LABEL: self._app}
+        metadata.update(self._owner_references())
         spec = dict(lease.get("spec") or {})
         if spec.get("holderIdentity") != self._pod:
             spec["acquireTime"] = now
@@ -219,6 +228,9 @@ class LeaseKeeper:
             waiting = None
         self._waiting_for = waiting
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
+
+    def _owner_references(self) -> Body:
+        return {"ownerReferences": [self._owner]} if self._owner is not None else {}
 
     def _held(self, sent: float) -> None:
         """A renewal sent at `sent` succeeded: the lease runs to `sent` + its length; a fence ends, unless
