@@ -7,8 +7,9 @@ seem to have run through the freeze, alongside their new owners'). After a thaw,
 from its next `Restored and ready to run`; a `Suspended` line for a run the freeze ended is ignored. A task
 the thawed process goes on with and never restores again (a freeze shorter than the group's session: it
 kept its tasks) is not seen running after the thaw: a gap, never an overlap. What a thawed process may
-still do to a task it lost before it learns of the rebalance does not count: under exactly-once its
-transaction's commit carries its stale generation, and the group coordinator fences it (aborted).
+still do to a task it lost before it learns of the rebalance does not count: under exactly-once its commit
+fails and its transaction is aborted (its offsets name a generation the group has left, or the transaction
+it held open was rolled back by the broker meanwhile and its producer fenced).
 
 The intervals are the sandbox's usual `records.Interval`s, so that hand-overs, gaps and overlaps are judged
 as for the sample workers' own records (`records.handovers`, `records.longest_gaps`, `records.overlaps`),
