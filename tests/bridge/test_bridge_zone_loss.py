@@ -137,7 +137,7 @@ def test_a_zone_stopped_longer_than_the_session_fails_over_to_the_standbys(
 
     feed = SteadyOrders(bootstrap, orders)
     with running(feed.run, "orders"):
-        time.sleep(5)  # every task has work, each pod a transaction open, each standby follows its changelog
+        time.sleep(5)  # every task has work, and each standby follows its changelog
         zones = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in sandbox.pods(kafka.app)}
         zone = zones[min(zones)]
         lost = sorted(pod for pod, node in zones.items() if node == zone)
