@@ -27,6 +27,7 @@ JAR_USERS = {
     "test_bridge_chaos.py",
     "test_bridge_unlogged_store.py",
     "test_bridge_topology_change.py",
+    "test_bridge_zone_loss.py",
     "test_bridge_streams_protocol.py",
     "test_realkube_bridge.py",
     "test_pipe_real_streams.py",

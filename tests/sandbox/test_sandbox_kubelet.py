@@ -201,9 +201,10 @@ def _metrics_answer(ip: str) -> bool:
 
 
 def test_a_lost_zone_runs_nothing_until_restored_and_a_frozen_worker_stalls(
-    kubelet: Kubelet, core: kubernetes.client.CoreV1Api
+    kubelet: Kubelet, core: kubernetes.client.CoreV1Api, tmp_path: Path
 ) -> None:
-    """The chaos runner's faults (issue 9): a zone outage, and a worker frozen (its metrics hang)."""
+    """The chaos runner's faults (issue 9): a zone outage, and a worker frozen (its metrics hang), the freeze
+    recorded (a frozen process logs nothing: its runs end there, `streams_task_log`)."""
     core.create_namespaced_pod(NAMESPACE, _pod("orders-0", nodeSelector={contract.ZONE_LABEL: "zone-a"}))
     eventually(lambda: _ready(core, "orders-0"), timeout=30)
     first = kubelet.worker_pids()[f"{NAMESPACE}/orders-0"]
@@ -223,6 +224,12 @@ def test_a_lost_zone_runs_nothing_until_restored_and_a_frozen_worker_stalls(
     assert not _metrics_answer(ip)
     kubelet.freeze("orders-1", frozen=False)
     eventually(lambda: _metrics_answer(ip), timeout=10)
+    pid = kubelet.worker_pids()[f"{NAMESPACE}/orders-1"]
+    freezes = [r for r in read_records(tmp_path / "records.jsonl") if r["kind"] in ("frozen", "thawed")]
+    assert [(r["kind"], r["pod"], r["pid"]) for r in freezes] == [
+        ("frozen", "orders-1", pid),
+        ("thawed", "orders-1", pid),
+    ]
 
 
 _SERVER = f"""

@@ -17,7 +17,8 @@ What it does, as a kubelet (and a scheduler, and a volume provisioner) would, wh
   its finalizer and deletes the pod with no grace period (as a kubelet ends a graceful deletion: a real API
   server keeps a deleted pod bound to a node until then), so that the pod exists, terminating, for as long
   as its container may still process (the emulator itself deletes at once);
-- writes an `exited` record for every container it has seen dead, so the record file bounds what it did.
+- writes an `exited` record for every container it has seen dead, and a `frozen` and a `thawed` one around
+  a freeze, so the record file bounds what it did.
 - for chaos tests, loses a whole zone (its containers killed, none started there, their volumes kept) until
   it is restored, and freezes a container (SIGSTOP: its metrics hang and it processes nothing) until thawed.
 
@@ -276,11 +277,18 @@ class Kubelet:
 
     def freeze(self, pod: str, namespace: str = "default", *, frozen: bool = True) -> None:
         """SIGSTOP (or, with `frozen=False`, SIGCONT) the pod's container: a process stalled, e.g. by a long
-        GC pause or a saturated node, whose metrics endpoint hangs and whose tasks stand still."""
+        GC pause or a saturated node, whose metrics endpoint hangs and whose tasks stand still. Recorded
+        (`frozen` once the process is stopped, `thawed` before it goes on), as its exit is: a stopped process
+        logs nothing, so its own log cannot tell when it stopped processing."""
         with self._lock:
             found = self._pod(namespace, pod)
             if found is not None and found.container is not None:
-                found.container.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
+                if frozen:
+                    found.container.send_signal(signal.SIGSTOP)
+                    self._records.write("frozen", pod=found.name, pid=found.container.id)
+                else:
+                    self._records.write("thawed", pod=found.name, pid=found.container.id)
+                    found.container.send_signal(signal.SIGCONT)
 
     def _zone_of(self, pod: Body) -> str | None:
         node = (pod.get("spec") or {}).get("nodeName")

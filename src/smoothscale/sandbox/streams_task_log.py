@@ -1,7 +1,15 @@
 """When each task ran on each Kafka Streams pod, from Kafka Streams' own log lines (millisecond stamps): from
 `task [..] Restored and ready to run` to `task [..] Suspended from RUNNING` on the same pod, or to the exit of
 its process (the kubelet stand-in's `exited` records: a SIGKILLed process logs nothing, and log4j may stop
-logging before a closing one suspends its tasks).
+logging before a closing one suspends its tasks), or to its freeze (`frozen`: a SIGSTOPped process processes
+and logs nothing; thawed, it logs late the suspension of the tasks it lost meanwhile, which would otherwise
+seem to have run through the freeze, alongside their new owners'). After a thaw, a task runs there again
+from its next `Restored and ready to run`; a `Suspended` line for a run the freeze ended is ignored. A task
+the thawed process goes on with and never restores again (a freeze shorter than the group's session: it
+kept its tasks) is not seen running after the thaw: a gap, never an overlap. What a thawed process may
+still do to a task it lost before it learns of the rebalance does not count: under exactly-once its commit
+fails and its transaction is aborted (its offsets name a generation the group has left, or the transaction
+it held open was rolled back by the broker meanwhile and its producer fenced).
 
 The intervals are the sandbox's usual `records.Interval`s, so that hand-overs, gaps and overlaps are judged
 as for the sample workers' own records (`records.handovers`, `records.longest_gaps`, `records.overlaps`),
@@ -28,27 +36,30 @@ _TASK_EVENT = re.compile(r"task \[(\d+_\d+)\] (Suspended from RUNNING|Restored a
 
 def task_intervals(logs: Path, records: Iterable[Mapping[str, Any]]) -> list[Interval]:
     """Every run of a task on a pod, from the pods' logs under `logs` (the kubelet stand-in's
-    `<namespace>.<pod>.<uid>.log`, one per pod, each restart of its process appended) and the `exited`
-    records among `records`; a run still going ends now. Sorted as `records.processing_intervals`' are."""
-    exits: dict[str, list[float]] = {}
+    `<namespace>.<pod>.<uid>.log`, one per pod, each restart of its process appended) and the `exited` and
+    `frozen` records among `records`; a run still going ends now. Sorted as `records.processing_intervals`'
+    are."""
+    stops: dict[str, list[float]] = {}
     for record in records:
-        if record.get("kind") == "exited":
-            exits.setdefault(str(record["pod"]), []).append(float(record["at"]))
+        if record.get("kind") in ("exited", "frozen"):
+            stops.setdefault(str(record["pod"]), []).append(float(record["at"]))
     found: list[Interval] = []
     for log in sorted(logs.glob("*.log")):
         pod = log_pod(log)
-        found += _runs(log, pod, sorted(exits.get(pod, [])))
+        found += _runs(log, pod, sorted(stops.get(pod, [])))
     return sorted(found)
 
 
-def _runs(log: Path, pod: str, exits: list[float]) -> list[Interval]:
+def _runs(log: Path, pod: str, stops: list[float]) -> list[Interval]:
+    """The runs of one pod's log, each ended by its suspension or the first of `stops` (the process's exits
+    and freezes) after its start."""
     running: dict[str, float] = {}
     found: list[Interval] = []
 
     def end_before(at: float) -> None:
-        """Close the runs whose process exited before `at`."""
+        """Close the runs whose process exited or froze before `at`."""
         for task, start in list(running.items()):
-            ended = next((exit for exit in exits if start <= exit <= at), None)
+            ended = next((stop for stop in stops if start <= stop <= at), None)
             if ended is not None:
                 found.append(Interval(task, start, ended, pod, 0))
                 del running[task]
