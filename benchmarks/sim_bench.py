@@ -7,10 +7,10 @@ debounce interval on the scale-out with changelog sizes jittered by 30%, and one
 every scenario under every strategy). The day reports CPU time beside wall time: on a shared machine the
 wall time of the same work varies with the load. Fail-over (issue 40): the library's zone outage and the day
 for both runtimes, `ClientLibrary` with a 10 s and a 5 s lease and `KafkaStreams` with Kafka's default 45 s
-session, a 10 s one and the brokers' shortest (6 s), their downtime split into the wait for the lease or session (`failover`), the
-hand-over and the restore, each as a ratio to the operator without leases (`ClientLibrary`, no lease: a lost
-pod's tasks wait for it), the same run. Prints progress and the comparison tables; the last line is one JSON
-object of figures, units in the keys.
+session, a 10 s one and the brokers' shortest (6 s), their downtime split into the wait for the lease or
+session (`failover`), the hand-over and the restore, each as a ratio to the operator without leases
+(`ClientLibrary`, no lease: a lost pod's tasks wait for it), the same run. Prints progress and the comparison
+tables; the last line is one JSON object of figures, units in the keys.
 
     python benchmarks/sim_bench.py            # everything
     python benchmarks/sim_bench.py --no-day   # skip the day-long runs
