@@ -6,7 +6,9 @@ import logging
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import kubernetes
 import pytest
@@ -71,19 +73,20 @@ def recorder() -> Recorder:
     return Recorder()
 
 
-@pytest.fixture()
-def client(cluster: RunningEmulator, recorder: Recorder) -> Iterator[StreamsClient]:
+@contextmanager
+def running(cluster: RunningEmulator, recorder: Recorder, **options: Any) -> Iterator[StreamsClient]:
+    """POD's client on the emulated API, its callbacks recorded by `recorder`; `options` go to its config."""
     config = ClientConfig(
-        pod=POD,
-        namespace=NAMESPACE,
-        app=APP,
-        kubeconfig=cluster.kubeconfig,
-        metrics_host="127.0.0.1",
-        metrics_port=0,
-        watch_seconds=2,
+        pod=POD, namespace=NAMESPACE, app=APP, kubeconfig=cluster.kubeconfig, watch_seconds=2, **options
     )
     with StreamsClient(config, recorder) as started:
         recorder.client = started
+        yield started
+
+
+@pytest.fixture()
+def client(cluster: RunningEmulator, recorder: Recorder) -> Iterator[StreamsClient]:
+    with running(cluster, recorder, metrics_host="127.0.0.1", metrics_port=0) as started:
         yield started
 
 

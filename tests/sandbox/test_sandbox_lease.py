@@ -17,7 +17,7 @@ import kmock
 import kubernetes
 import pytest
 from sandbox_testkit import NAMESPACE, configmap_body, eventually, publication, publish
-from test_sandbox_client import Recorder
+from test_sandbox_client import POD, Recorder, running
 
 from smoothscale.client import AssignmentApplier, ClientConfig, StreamsClient
 from smoothscale.client.client import USER_AGENT
@@ -26,7 +26,6 @@ from smoothscale.contract import shared_names as contract
 from smoothscale.sandbox.emulator import RunningEmulator
 
 APP = "orders"
-POD = "orders-0"
 LEASE_SECONDS = 1.5
 LEASES_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases*"
 
@@ -39,17 +38,7 @@ def leases(cluster: RunningEmulator) -> Iterator[kubernetes.client.CoordinationV
 
 @pytest.fixture()
 def client(cluster: RunningEmulator, recorder: Recorder) -> Iterator[StreamsClient]:
-    config = ClientConfig(
-        pod=POD,
-        namespace=NAMESPACE,
-        app=APP,
-        kubeconfig=cluster.kubeconfig,
-        metrics_port=None,
-        watch_seconds=2,
-        lease_seconds=LEASE_SECONDS,
-    )
-    with StreamsClient(config, recorder) as started:
-        recorder.client = started
+    with running(cluster, recorder, metrics_port=None, lease_seconds=LEASE_SECONDS) as started:
         yield started
 
 
