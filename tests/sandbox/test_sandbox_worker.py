@@ -175,6 +175,12 @@ def test_the_command_runs_from_the_environment_and_stops_cleanly_on_sigterm(
     )
     try:
         eventually(lambda: _records(tmp_path, "lease", task="0_0"), timeout=20)
+        # a partition from the operator (`Kubelet.cut_from_operator`): its endpoint closes, it processes on
+        process.send_signal(signal.SIGUSR1)
+        cut = eventually(lambda: _records(tmp_path, "unreachable"))[0]["at"]
+        eventually(lambda: [r for r in _records(tmp_path, "lease", task="0_0") if r["start"] > cut])
+        process.send_signal(signal.SIGUSR2)
+        eventually(lambda: _records(tmp_path, "reachable"))
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
     finally:

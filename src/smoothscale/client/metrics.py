@@ -110,6 +110,10 @@ class TaskMetrics:
         self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
         return int(self._server.server_address[1])
 
+    @property
+    def serving(self) -> bool:
+        return self._server is not None
+
     def close(self) -> None:
         if self._server is not None:
             self._server.shutdown()

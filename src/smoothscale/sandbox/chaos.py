@@ -4,7 +4,8 @@ The events (`KINDS`): a pod's worker killed (its volume kept); the operator kill
 seconds later; the API server answering 409 or 500 to the next few requests, or holding them for a while;
 a worker frozen (SIGSTOP: its metrics endpoint hangs, it processes nothing, it renews no lease) for a few
 seconds; a pod cut off from the API server (every request it sends fails: it cannot renew its lease nor read
-its assignment, but it runs, and the operator still scrapes it) for up to two leases; a zone lost (its
+its assignment, but it runs, and the operator still scrapes it) for up to two leases; a pod cut off from
+the operator (its metrics endpoint closed: it runs and renews its lease) as long; a zone lost (its
 workers killed, nothing runs there) and restored a few seconds later; the replica count changed; a pod
 drained; the pod template changed (a host swap of every pod). Events come every `pause` seconds, without
 waiting for the app to settle, so faults pile up on migrations in flight. With `lease_seconds` the app has a
@@ -60,6 +61,7 @@ KINDS: dict[str, int] = {
     "api-hang": 1,
     "metrics-down": 2,
     "api-cutoff": 2,
+    "operator-cutoff": 1,
     "zone-loss": 1,
     "scale": 2,
     "drain": 1,
@@ -187,8 +189,14 @@ class ChaosRun:
             if pod is None:
                 return False
             fault = self.faults.fail(503, times=None, when=functools.partial(_sent_by, pod))
-            longest = 2 * (self.settings.lease_seconds or 3.0)
-            self._later(choose.uniform(1.0, longest), f"reconnect {pod}", lambda: self.faults.remove(fault))
+            self._later(self._cut_seconds(), f"reconnect {pod}", lambda: self.faults.remove(fault))
+        elif kind == "operator-cutoff":
+            pod = self._running_pod()
+            if pod is None:
+                return False
+            self.kubelet.cut_from_operator(pod)
+            reconnect = functools.partial(self.kubelet.cut_from_operator, pod, cut=False)
+            self._later(self._cut_seconds(), f"scrape {pod}", reconnect)
         elif kind == "zone-loss":
             if any(name.startswith("zone ") for _, name, _ in self._heals):
                 return False  # one zone at a time: the app is spread over three
@@ -218,6 +226,10 @@ class ChaosRun:
             raise ValueError(f"unknown event kind {kind!r}")
         return True
 
+    def _cut_seconds(self) -> float:
+        """How long a partition lasts: up to two leases (three seconds' worth without one)."""
+        return self._random.uniform(1.0, 2 * (self.settings.lease_seconds or 3.0))
+
     def _running_pod(self) -> str | None:
         pods = sorted(self.kubelet.worker_pids())
         return self._random.choice(pods).split("/", 1)[1] if pods else None
@@ -237,6 +249,7 @@ class ChaosRun:
             self.faults.clear()
             for pod in self.kubelet.worker_pids():
                 self.kubelet.freeze(pod.split("/", 1)[1], frozen=False)
+                self.kubelet.cut_from_operator(pod.split("/", 1)[1], cut=False)
             if self.sandbox.operator is None:
                 self.sandbox.start_operator()
 

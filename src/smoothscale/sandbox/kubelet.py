@@ -290,6 +290,15 @@ class Kubelet:
                     self._records.write("thawed", pod=found.name, pid=found.container.id)
                     found.container.send_signal(signal.SIGCONT)
 
+    def cut_from_operator(self, pod: str, namespace: str = "default", *, cut: bool = True) -> None:
+        """Close the sample worker's metrics endpoint (SIGUSR1), or open it again (SIGUSR2, `cut=False`):
+        the pod runs and reaches the API server, but the operator cannot scrape it, as across a network
+        partition between the two. For the sample worker only (`smoothscale worker` handles both signals)."""
+        with self._lock:
+            found = self._pod(namespace, pod)
+            if found is not None and found.container is not None:
+                found.container.send_signal(signal.SIGUSR1 if cut else signal.SIGUSR2)
+
     def _zone_of(self, pod: Body) -> str | None:
         node = (pod.get("spec") or {}).get("nodeName")
         return next((zone for zone in self.zones if node_name(zone) == node), None)

@@ -79,6 +79,8 @@ class SampleWorker(TaskListener):
         self._lock = threading.Lock()
         self._tasks: dict[str, _Task] = {}
         self._last_tick = self._last_save = time.time()
+        self._reachable: bool | None = None
+        """Whether the operator should reach the metrics endpoint, as last asked (None: nothing asked)."""
         self._load_state()
 
     # -- life cycle ----------------------------------------------------------------------------------------
@@ -93,9 +95,28 @@ class SampleWorker(TaskListener):
                         "pod %s: parent process %d is gone, exiting", self.pod, self.config.parent_pid
                     )
                     break
+                reachable, self._reachable = self._reachable, None
+                if reachable is not None:
+                    self._reach(reachable)
                 self.tick()
         finally:
             self.close()
+
+    def make_reachable(self, reachable: bool) -> None:
+        """Ask the loop to close the metrics endpoint (the operator can no longer scrape this pod, as across a
+        network partition: it goes on processing and renewing its lease), or to serve it again on the same
+        port. Safe from a signal handler: it only sets what the loop's next tick carries out."""
+        self._reachable = reachable
+
+    def _reach(self, reachable: bool) -> None:
+        metrics, port = self.client.metrics, self.client.metrics_port
+        if port is None:
+            return
+        if not reachable:
+            metrics.close()
+        elif not metrics.serving:
+            metrics.serve(self.config.client.metrics_host, port)
+        self.records.write("reachable" if reachable else "unreachable")
 
     def close(self) -> None:
         """Stop following the assignment (no callback starts a task after this), then stop every task."""
