@@ -201,6 +201,13 @@ NOT_IN_A_LIFECYCLE = frozenset(
         # a retired pod's claim is deleted only under `retentionPolicy.whenScaled: Delete` (the default
         # keeps it): the real lifecycle keeps the default (tests/operator/test_op_lifecycle.py deletes one)
         Access("", "persistentvolumeclaims", "delete"),
+        # the pods' Leases are listed only for an app with `spec.failover.leaseSeconds`, and taken (update,
+        # or create when gone) only once a pod's lease expired: the lifecycles' pods run no client library and
+        # renew no Lease (tests/operator/test_op_leases.py takes them through the operator's own client, which
+        # refuses any request its table does not declare)
+        Access("coordination.k8s.io", "leases", "list"),
+        Access("coordination.k8s.io", "leases", "update"),
+        Access("coordination.k8s.io", "leases", "create"),
     }
 )
 """Granted, needed, and still absent from a whole lifecycle's requests."""

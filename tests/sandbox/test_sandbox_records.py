@@ -80,6 +80,27 @@ def test_a_release_cuts_its_lease_short_and_only_other_processes_overlap() -> No
     assert overlaps(processing_intervals(b_killed)) == []  # a dead process processes nothing
 
 
+def test_a_release_ends_an_earlier_lease_still_running_too() -> None:
+    """Renewed at 10.4 while the lease written at 10.0 ran to 10.5, revoked at 10.43: the process stopped the
+    task then, whatever either lease said; its next owner starting at 10.47 does not overlap (a chaos run
+    found the false overlap)."""
+    records = [
+        _lease("a", "0_5", 10.0, 10.5),
+        _lease("a", "0_5", 10.4, 10.9),
+        _lease("a", "0_5", 10.4, 10.43, kind="release"),
+        _lease("b", "0_5", 10.47, 10.97),
+        _lease("a", "0_5", 11.0, 11.5),  # started again later: a release before it does not end it
+    ]
+    intervals = processing_intervals(records)
+    assert intervals == [
+        Interval("0_5", 10.0, 10.43, "a", 1),
+        Interval("0_5", 10.4, 10.43, "a", 1),
+        Interval("0_5", 10.47, 10.97, "b", 1),
+        Interval("0_5", 11.0, 11.5, "a", 1),
+    ]
+    assert overlaps(intervals) == []
+
+
 def test_longest_gaps_measure_how_long_a_task_went_unprocessed() -> None:
     intervals = [
         Interval("0_0", 1.0, 3.0, "a", 1),

@@ -21,6 +21,7 @@ one task at once.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import threading
@@ -86,20 +87,36 @@ class Interval:
 
 
 def processing_intervals(records: Iterable[Record]) -> list[Interval]:
-    """The leases in the records, each cut short by its release and its process's exit; sorted by task,
-    then start."""
+    """The leases in the records, each cut short by its process's exit and by the first release of its task
+    on its process from its start on: a release ends the lease it names and any earlier one still running
+    (a lease renewed just before the task was revoked: the process stopped the task, whatever it had
+    written ahead); sorted by task, then start."""
     ends: dict[tuple[str, int, str, float], float] = {}
+    releases: dict[tuple[str, int, str], list[float]] = {}
     exits: dict[tuple[str, int], float] = {}
     for record in records:
         kind = record.get("kind")
         if kind == "exited":
             exits[str(record["pod"]), int(record["pid"])] = float(record["at"])
         elif kind in ("lease", "release"):
-            key = (str(record["pod"]), int(record["pid"]), str(record["task"]), float(record["start"]))
+            pod, pid, task = str(record["pod"]), int(record["pid"]), str(record["task"])
+            key = (pod, pid, task, float(record["start"]))
             end = float(record["end"])
             ends[key] = min(end, ends.get(key, end))
+            if kind == "release":
+                releases.setdefault((pod, pid, task), []).append(end)
+    for released in releases.values():
+        released.sort()
+
+    def end_of(pod: str, pid: int, task: str, start: float, end: float) -> float:
+        released = releases.get((pod, pid, task), [])
+        first = bisect.bisect_left(released, start)
+        if first < len(released):
+            end = min(end, released[first])
+        return max(start, min(end, exits.get((pod, pid), end)))
+
     return sorted(
-        Interval(task, start, max(start, min(end, exits.get((pod, pid), end))), pod, pid)
+        Interval(task, start, end_of(pod, pid, task, start, end), pod, pid)
         for (pod, pid, task, start), end in ends.items()
     )
 
