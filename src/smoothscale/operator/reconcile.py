@@ -399,10 +399,10 @@ class AppReconciler:
             await self.actions.apply(decisions.pod_set, spec, observed.revision, observed.now)
         if decisions.publish is not None:
             await self._publish(decisions.publish)
-        elif self.leases.waited_for() > self.publication.generation:
+        elif (waited := self.leases.waited_for()) > self.publication.generation:
             # a pod whose Lease was taken came back before the take's generation could be published: it
             # resumes only from a newer one, which the plan, unchanged, would not make
-            self.report.journal("lease-republish", waitedFor=self.leases.waited_for())
+            self.report.journal("lease-republish", waitedFor=waited)
             await self._publish(
                 self.publication.model_copy(update={"generation": self.publication.generation + 1})
             )
