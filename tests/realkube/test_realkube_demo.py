@@ -1,6 +1,6 @@
 """`smoothscale demo` on a real API server (`--kube-bin`, or SMOOTHSCALE_KUBE_BIN): its own control plane,
-the same walk through scale-out, scale-in, a host swap and a pod crash, every invariant held, nothing left
-running (the emulator stays the default: tests/sandbox_e2e runs that one)."""
+the same walk through scale-out, scale-in, a host swap, a pod crash and a zone's outage, every invariant
+held, nothing left running (the emulator stays the default: tests/sandbox_e2e runs that one)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_the_demo_runs_on_a_real_api_server_and_cleans_up(tmp_path: Path) -> Non
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "API server https://127.0.0.1:" in result.stdout
-    for step in ("create", "scale-out", "scale-in", "host-swap", "pod-crash"):
+    for step in e2e.EMBEDDED_DEMO_STEPS:
         assert f"[{step}]" in result.stdout
     assert "all invariants held" in result.stdout
     assert (tmp_path / "control-plane" / "logs" / "kube-apiserver.log").exists()

@@ -121,6 +121,8 @@ def processes_using(directory: Path) -> list[int]:
 
 SMOOTHSCALE = str(Path(sys.executable).with_name("smoothscale"))
 DEMO_STEPS = ("create", "scale-out", "scale-in", "host-swap", "pod-crash")
+EMBEDDED_DEMO_STEPS = (*DEMO_STEPS, "zone-outage")
+"""The embedded demo's pods hold leases: its walk ends with a zone's outage."""
 
 
 def run_kafka_demo(*args: str) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -155,7 +157,7 @@ def run_demo(*args: str, timeout: float) -> str:
         [SMOOTHSCALE, "demo", *args], capture_output=True, text=True, timeout=timeout, check=False
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
-    for step in DEMO_STEPS:
+    for step in EMBEDDED_DEMO_STEPS:
         assert f"[{step}]" in result.stdout
     assert "all invariants held" in result.stdout
     return result.stdout

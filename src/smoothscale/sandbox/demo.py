@@ -1,5 +1,6 @@
-"""`smoothscale demo`: a StreamsApp on the sandbox, walked through scale-out, scale-in, a host swap and a pod
-crash, with a live view, invariants checked from the workers' records, a summary and a PNG timeline.
+"""`smoothscale demo`: a StreamsApp on the sandbox, walked through scale-out, scale-in, a host swap, a pod
+crash and (an app with a lease) a zone's outage, with a live view, invariants checked from the workers'
+records, a summary and a PNG timeline.
 
 Each step changes one thing, then waits until the app has settled (`Snapshot.settled`): the operator
 stable, every pod ready, on the same revision and on the published generation. The rates are chosen so that
@@ -9,6 +10,7 @@ the whole walk takes about a minute and a half at `speed=1`: a warmup restores a
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,13 +30,22 @@ NO_PUBLICATION = "no_publication"
 NAMESPACE = "default"
 PARTITIONS = 6
 """Per subtopology: 12 tasks, 6 of them stateful."""
+LEASE_SECONDS = 6.0
+"""The embedded demo's pods' lease (`spec.failover.leaseSeconds`): as short as Kafka's shortest session, so
+that the zone outage's fail-over shows within the walk."""
+FAILOVER_MARGIN = 5.0
+"""Issue 40's bound for a step that loses pods: no task unprocessed longer than the lease plus this."""
 
 
 def demo_app(
-    replicas: int = 3, image: str = "example/orders:1", kafka: Mapping[str, Any] | None = None
+    replicas: int = 3,
+    image: str = "example/orders:1",
+    kafka: Mapping[str, Any] | None = None,
+    lease_seconds: float | None = None,
 ) -> dict[str, Any]:
     """The example app: 2 subtopologies (a stateless one, a stateful one), 1 standby, a volume per pod;
-    with `kafka` (a `spec.kafka`), the operator reads racks, changelogs and the group from that cluster."""
+    with `kafka` (a `spec.kafka`), the operator reads racks, changelogs and the group from that cluster; with
+    `lease_seconds`, its pods hold leases and a lost pod's actives fail over once its lease has run out."""
     app: dict[str, Any] = {
         "apiVersion": contract.API_VERSION,
         "kind": contract.KIND,
@@ -66,6 +77,8 @@ def demo_app(
     }
     if kafka is not None:
         app["spec"]["kafka"] = dict(kafka)
+    if lease_seconds is not None:
+        app["spec"]["failover"] = {"leaseSeconds": lease_seconds}
     return app
 
 
@@ -144,6 +157,46 @@ class _Step:
     done: Callable[[Snapshot], bool] = lambda _: True
     gap_checked: bool = True
     creates: bool = False
+    max_gap: float | None = None
+    """The step's own bound on a task's unprocessed time (None: the walk's)."""
+
+
+class _Outage:
+    """Every pod of one zone stopped (SIGSTOP: listed, its volume kept, silent, as on a node cut off) for
+    `seconds`, then continued, by a timer: the walk keeps sampling (and the live view keeps showing the
+    fail-over) while they are stopped. `over` is the step's `done`."""
+
+    def __init__(self, sandbox: Sandbox, last: Callable[[], Snapshot], seconds: float) -> None:
+        """`last` gives the walk's latest snapshot, which says each pod's zone (its node's)."""
+        self._sandbox = sandbox
+        self._last = last
+        self._seconds = seconds
+        self._back = threading.Event()
+
+    def start(self) -> None:
+        kubelet = self._sandbox.kubelet
+        assert kubelet is not None
+        pods = sorted(self._last().pods, key=lambda pod: _ordinal(pod.name))
+        stopped = [pod.name for pod in pods if pod.zone == pods[0].zone]
+        for pod in stopped:
+            kubelet.freeze(pod, NAMESPACE)
+
+        def back() -> None:
+            for pod in stopped:
+                kubelet.freeze(pod, NAMESPACE, frozen=False)
+            self._back.set()
+
+        timer = threading.Timer(self._seconds, back)
+        timer.daemon = True
+        timer.start()
+
+    def over(self, _: Snapshot) -> bool:
+        """Whether the zone's pods go on again."""
+        return self._back.is_set()
+
+
+def _ordinal(pod: str) -> int:
+    return int(pod.rsplit("-", 1)[1])
 
 
 class Walkthrough:
@@ -172,6 +225,8 @@ class Walkthrough:
         self._app = dict(app or demo_app())
         self.name = str(self._app["metadata"]["name"])
         """The StreamsApp's name: `orders`, or a user's own app's (`demo --app-name`)."""
+        lease = (self._app["spec"].get("failover") or {}).get("leaseSeconds")
+        self._lease: float | None = None if lease is None else float(lease)
         self._records = records
         self.timeline: list[Snapshot] = []
         self._view = view
@@ -211,8 +266,7 @@ class Walkthrough:
 
         def crash() -> None:
             assert sandbox.kubelet is not None
-            ordinals = (int(p["metadata"]["name"].rsplit("-", 1)[1]) for p in sandbox.pods(self.name))
-            pod = f"{self.name}-{min(ordinals)}"
+            pod = f"{self.name}-{min(_ordinal(p['metadata']['name']) for p in sandbox.pods(self.name))}"
             sandbox.kubelet.crash(pod, NAMESPACE)
             self._crash = (pod, time.time())
 
@@ -220,7 +274,9 @@ class Walkthrough:
             assert sandbox.kubelet is not None and self._crash is not None
             return f"{NAMESPACE}/{self._crash[0]}" in sandbox.kubelet.worker_pids()
 
-        return [
+        # With a lease, a lost pod's tasks wait at most for its lease to run out and a hand-over.
+        lost_pod_bound = None if self._lease is None else self._lease + FAILOVER_MARGIN
+        steps = [
             _Step(
                 "create",
                 "apply the StreamsApp: 3 pods over 3 zones",
@@ -236,8 +292,23 @@ class Walkthrough:
                 "kill one worker (its volume survives): it restarts and restores",
                 crash,
                 restarted,
+                max_gap=lost_pod_bound,
             ),
         ]
+        if self._lease is not None and lost_pod_bound is not None:
+            outage = _Outage(sandbox, lambda: self.timeline[-1], 2 * self._lease)
+            steps.append(
+                _Step(
+                    "zone-outage",
+                    f"stop every pod of one zone for {2 * self._lease:.0f} s: standbys elsewhere take over "
+                    "once the lease ends",
+                    outage.start,
+                    # back, the zone's pods hold nothing until warmups and probing give them their share
+                    lambda snapshot: outage.over(snapshot) and self._balanced(snapshot),
+                    max_gap=lost_pod_bound,
+                )
+            )
+        return steps
 
     def _wait(self, step: _Step, number: int, total: int, result: StepResult) -> float | None:
         def seen(snapshot: Snapshot) -> None:
@@ -312,31 +383,36 @@ class Walkthrough:
         """Gaps and hand-overs from the snapshots (`observe.processing_intervals`), for pods that write no
         records: coarser (a snapshot a second), the same judgement."""
         intervals = processing_intervals(self.timeline)
-        checked = {step.name for step in gap_checked}
+        bound = self._bounds(gap_checked)
         for result in results:
-            if result.name in checked and result.settled is not None:
+            if result.name in bound and result.settled is not None:
                 gaps = longest_gaps(intervals, tasks, result.started, result.settled)
                 result.worst_gap = max(gaps.values(), default=0.0)
                 handed = handovers(intervals, result.started, result.settled)
                 result.handover_gaps = [handover.gap for handover in handed]
-                result.violations += invariants.gaps_beyond(gaps, self._max_gap)
+                result.violations += invariants.gaps_beyond(gaps, bound[result.name])
 
     def _check_records(self, results: list[StepResult], gap_checked: Sequence[_Step]) -> None:
         """From the workers' records: no task unprocessed longer than `max_gap` in a step, the crashed pod
         rebuilt its state, and no task ever processed by two pods at once."""
         records = self.sandbox.records()
         tasks = demo_tasks()
-        checked = {step.name for step in gap_checked}
+        bound = self._bounds(gap_checked)
         for result in results:
-            if result.name in checked and result.settled is not None:
+            if result.name in bound and result.settled is not None:
                 gaps = invariants.unprocessed_seconds(records, tasks, result.started, result.settled + 2.0)
                 result.worst_gap = max(gaps.values())
                 result.handover_gaps = invariants.handover_gaps(records, result.started, result.settled + 2.0)
-                result.violations += invariants.gaps_beyond(gaps, self._max_gap)
-        if self._crash is not None and results[-1].name == "pod-crash":
+                result.violations += invariants.gaps_beyond(gaps, bound[result.name])
+        crashed = next((result for result in results if result.name == "pod-crash"), None)
+        if self._crash is not None and crashed is not None:
             pod, since = self._crash
-            results[-1].violations += invariants.rebuilt_state(records, pod, since)
+            crashed.violations += invariants.rebuilt_state(records, pod, since)
         results[-1].violations += invariants.concurrent_processing(records)
+
+    def _bounds(self, gap_checked: Sequence[_Step]) -> dict[str, float]:
+        """Each checked step's bound on a task's unprocessed time."""
+        return {step.name: self._max_gap if step.max_gap is None else step.max_gap for step in gap_checked}
 
 
 def _follow_migration(snapshot: Snapshot, migrations: list[MigrationSeen]) -> None:

@@ -18,7 +18,7 @@ from .addresses import port_free
 from .app_process import AppProcess
 from .background import running
 from .control_plane import Binaries, ControlPlane, RunningControlPlane
-from .demo import APP, ProgressView, Walkthrough, worker_env
+from .demo import APP, LEASE_SECONDS, ProgressView, Walkthrough, demo_app, worker_env
 from .demo_kafka import (
     ORDERS,
     OrderFeed,
@@ -99,7 +99,8 @@ def run_demo(
         assert sandbox.cluster is not None
         out.write(f"API server {sandbox.cluster.url}, kubeconfig {sandbox.kubeconfig}\n")
         if spec_kafka is None or bootstrap is None:
-            walkthrough = Walkthrough(sandbox, view=ProgressView(out))
+            app = demo_app(lease_seconds=LEASE_SECONDS)
+            walkthrough = Walkthrough(sandbox, view=ProgressView(out), app=app)
             results = walkthrough.run()
         else:
             # JVMs start, restore and rebalance in tens of seconds on a loaded machine, not in seconds: a
