@@ -9,8 +9,10 @@ wall time of the same work varies with the load. Fail-over (issue 40): the libra
 for both runtimes, `ClientLibrary` with a 10 s and a 5 s lease and `KafkaStreams` with Kafka's default 45 s
 session, a 10 s one and the brokers' shortest (6 s), their downtime split into the wait for the lease or
 session (`failover`), the hand-over and the restore, each as a ratio to the operator without leases
-(`ClientLibrary`, no lease: a lost pod's tasks wait for it), the same run. Prints progress and the comparison
-tables; the last line is one JSON object of figures, units in the keys.
+(`ClientLibrary`, no lease: a lost pod's tasks wait for it), the same run, and whether each meets issue 40's
+goal (`..._goal_met`: the zone outage within one lease or session plus a second per lost active, the day cut
+at least 50x). Prints progress and the comparison tables; the last line is one JSON object of figures, units
+in the keys.
 
     python benchmarks/sim_bench.py            # everything
     python benchmarks/sim_bench.py --no-day   # skip the day-long runs
@@ -50,6 +52,10 @@ FAILOVER_RUNTIMES: dict[str, tuple[str, float | None, float]] = {
 (`group.min.session.timeout.ms`)."""
 LOST_ACTIVES = 16
 """The zone outage's actives on zone-a's two pods (48 tasks on 6 pods)."""
+DAY_CUT_GOAL = 50
+"""Issue 40's goal for the simulated day: its downtime cut at least 50x against the operator without leases.
+The cut is about the outages' length over the lease (each lost active waits one): a lease or session of 8 s
+or less meets it, a 10 s lease does not (44.6x), nor Kafka's default 45 s session."""
 DAY_SECONDS = 86_400
 DAY_CYCLE: list[dict[str, Any]] = [
     {"type": "scaleOut", "pods": 3},
@@ -211,12 +217,17 @@ def failover(figures: dict[str, float | int | None], day_baseline: SimulationRes
             downtime_figures(figures, f"{name}_{key}", result)
             baseline = baseline or result.downtime_task_seconds
             if key != "no_lease" and result.downtime_task_seconds:
-                figures[f"{name}_{key}_downtime_cut_ratio"] = round(
-                    baseline / result.downtime_task_seconds, 1
-                )
+                cut = round(baseline / result.downtime_task_seconds, 1)
+                figures[f"{name}_{key}_downtime_cut_ratio"] = cut
+                if name == "day_1000_tasks":
+                    figures[f"day_1000_tasks_{key}_cut_goal_met"] = cut >= DAY_CUT_GOAL
             if name == "zone_outage" and key != "no_lease":
                 wait = lease if runtime == "ClientLibrary" and lease is not None else session
-                figures[f"zone_outage_{key}_goal_task_seconds"] = LOST_ACTIVES * (wait + 1)
+                goal = LOST_ACTIVES * (wait + 1)
+                figures[f"zone_outage_{key}_goal_task_seconds"] = goal
+                figures[f"zone_outage_{key}_goal_met"] = result.downtime_task_seconds <= goal
+    if day_baseline is not None:
+        figures["day_1000_tasks_cut_goal_ratio"] = DAY_CUT_GOAL
 
 
 def main() -> None:
