@@ -80,7 +80,7 @@ async def test_the_round_after_the_operator_changed_a_pod_sees_the_change() -> N
     reconciler, api = _reconciler()
     pods = await reconciler._pods(NOW)
     drain = control_step.Decisions(pod_set=PodSetPlan(stamp_leaving=(f"{APP}-1",)))
-    await reconciler._act(seen(pods, {}), drain, reconciler.memory)
+    await reconciler._act(seen(pods, {}), drain)
     after = await reconciler._pods(NOW + timedelta(seconds=1))
     assert api.lists == 2
     assert [p.name for p in after if p.is_leaving] == [f"{APP}-1"], "no watch event needed to see it"

@@ -167,9 +167,15 @@ class AppReconciler:
         before = self.memory
         decisions, self.memory, wake_at, observed = await self._step(observed)
         self._last = control_step.Stepped(observed, decisions, wake_at)
+        if decisions.publish is not None and not await self._take_leases():
+            # a pod renewed its lease before the operator could take it: the round is undone, unreported (it
+            # would say the pod's lease expired), and its memory the one `before` the step (which took the pod
+            # for gone): the next round steps again, sees the renewal, and the pod is no longer expired
+            self.memory = before
+            self._last = None
+            return
         self._report_decisions(observed, decisions)
-        if not await self._act(observed, decisions, before):
-            return  # a pod renewed its lease before the operator could take it: this round is undone
+        await self._act(observed, decisions)
         self.report.gauges(self.publication, decisions.pods)
         self.round_metrics.round(
             decisions, self.publication, seen.zones, kafka_failed=observed.kafka.problem is not None
@@ -369,7 +375,8 @@ class AppReconciler:
     # -- act and report --------------------------------------------------------------------------------
 
     def _report_decisions(self, observed: Observation, decisions: Decisions) -> None:
-        """Events and journal records, before acting: they say what the round decided, whatever happens."""
+        """Events and journal records, before acting (once the round may act: an undone round says nothing):
+        they say what the round decided, whatever happens next."""
         self.report.post(decisions.events)
         for kind, fields in decisions.journal:
             self.report.journal(kind, **fields)
@@ -381,15 +388,9 @@ class AppReconciler:
         if planned is not None:
             self.report.plan(planned.trigger, planned.plan, planned.seconds, planned.clients, planned.tasks)
 
-    async def _act(self, observed: Observation, decisions: Decisions, before: RoundMemory) -> bool:
-        """Carry the round's decisions out: when it publishes, first the take of the pods' Leases that
-        expired, then the claims, the budget, the pod actions and the generation. False when a pod renewed
-        its lease first: nothing is carried out, and the memory is the one `before` the step (which took the
-        pod for gone): the next round steps again, sees the renewal, and the pod is no longer expired."""
-        if decisions.publish is not None and not await self._take_leases():
-            self.memory = before
-            self._last = None
-            return False
+    async def _act(self, observed: Observation, decisions: Decisions) -> None:
+        """Carry the round's decisions out (after the take of the Leases that expired, when it publishes):
+        the claims, the budget, the pod actions and the generation."""
         spec = observed.spec
         if spec is not None:
             await self.claims.keep(spec.storage)
@@ -406,7 +407,6 @@ class AppReconciler:
             await self._publish(
                 self.publication.model_copy(update={"generation": self.publication.generation + 1})
             )
-        return True
 
     async def _take_leases(self) -> bool:
         """Before a generation is published: the take of each pod's Lease whose lease expired and that its
