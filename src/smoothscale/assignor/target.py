@@ -9,10 +9,11 @@ away from the clients that hold a task today.
 
 Costs, in units before scaling: an active costs 3 x trafficCost per input partition read across racks, plus
 nonOverlapCost x 0 on its current active client, x 1 on a client with state for it (a standby, a warmup, or a
-caught-up copy), x 3 elsewhere (KIP-925's non-overlap cost, so the traffic to non-overlap ratio is the one
-configured). Warm state costs a third of a cold move: using two warm copies beats keeping one active and
-restoring another from scratch (KIP-441's scaling-in), and in-progress warmups stay in
-the target and so makes the plan converge. Every unit is multiplied by (copies + 1) and one more is added off
+caught-up copy), x 2 on a client whose state for it is behind but by at most half its changelog (a pod back
+from an outage with its volume: `PARTLY_WARM`), x 3 elsewhere (KIP-925's non-overlap cost, so the traffic to
+non-overlap ratio is the one configured). Warm state costs a third of a cold move: using two warm copies
+beats keeping one active and restoring another from scratch (KIP-441's scaling-in), and in-progress warmups
+stay in the target and so makes the plan converge. Every unit is multiplied by (copies + 1) and one more is added off
 the current holder, so that among equally good targets the current assignment always wins: a stable plan fed
 back is returned unchanged.
 """
@@ -39,6 +40,10 @@ from smoothscale.assignor.flow.solve import place
 from smoothscale.assignor.models import BalanceBy, RackStrategy
 
 COLD = 3  # warmth of a client without state for the task, in non-overlap units
+PARTLY_WARM = 2
+"""Warmth of a client whose state for the task is behind, but by at most half the task's changelog: a target
+that gives the pods of a zone back from an outage their own tasks restores minutes of input, not whole
+stores (all of them counted cold, the target took their own tasks no more often than any others)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,22 +112,23 @@ class _Costs:
     def warm(self, tasks: IntArray, *, standby: bool) -> tuple[IntArray, IntArray, IntArray]:
         """(item, client, warmth) for clients warmer than a generic one, items indexing `tasks`.
 
-        Seen from an active: 0 on the current active client, 1 with state (standby, warmup, caught up).
+        Seen from an active: 0 on the current active client, 1 with state (standby, warmup, caught up),
+        `PARTLY_WARM` with state behind by at most half the changelog.
         Seen from a standby: 0 on a current standby client, 1 on the active client or with state.
         """
         cluster, holdings = self.cluster, self.holdings
         lag_task, lag_client, lag_value = cluster.lag_entries
-        caught = (
-            caught_up_mask(lag_value, cluster.config.acceptable_recovery_lag)
-            & cluster.stateful[lag_task]
-            & (self.generic[lag_task] > 1)
-        )
+        stateful = cluster.stateful[lag_task] & (self.generic[lag_task] > 1)
+        within = caught_up_mask(lag_value, cluster.config.acceptable_recovery_lag)
+        caught = within & stateful
+        partly = ~within & stateful & (2 * lag_value <= cluster.changelog[lag_task])
         standby_task, standby_client = self.standby_entries
         warmup_task, warmup_client = self.warmup_entries
         owned = np.flatnonzero(holdings.active != NO_CLIENT)
         stateful_standby = cluster.stateful[standby_task]
         parts = [
             (lag_task[caught], lag_client[caught], 1),
+            (lag_task[partly], lag_client[partly], PARTLY_WARM),
             (warmup_task, warmup_client, 1),
             (standby_task[stateful_standby], standby_client[stateful_standby], 0 if standby else 1),
             (owned, holdings.active[owned], 1 if standby else 0),
