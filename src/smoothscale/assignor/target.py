@@ -13,9 +13,9 @@ caught-up copy), x 2 on a client whose state for it is behind but by at most hal
 from an outage with its volume: `PARTLY_WARM`), x 3 elsewhere (KIP-925's non-overlap cost, so the traffic to
 non-overlap ratio is the one configured). Warm state costs a third of a cold move: using two warm copies
 beats keeping one active and restoring another from scratch (KIP-441's scaling-in), and in-progress warmups
-stay in the target and so makes the plan converge. Every unit is multiplied by (copies + 1) and one more is added off
-the current holder, so that among equally good targets the current assignment always wins: a stable plan fed
-back is returned unchanged.
+stay in the target and so makes the plan converge. Every unit is multiplied by (copies + 1) and one more is
+added off the current holder, so that among equally good targets the current assignment always wins: a
+stable plan fed back is returned unchanged.
 """
 
 from __future__ import annotations
