@@ -322,6 +322,7 @@ def test_a_pod_waiting_for_a_generation_the_take_never_published_gets_one(
     with Renewer(cluster) as renewer, run_operator():
         kube.apply(_leased_app())
         before = settled_balance(kube, fake, 3, 6)
+        wait_for(lambda: "orders-0" in renewer.versions, what="orders-0's Lease")  # a loaded renewer lags
         with renewer.lock:
             lease = renewer.pods.get("orders-0")
             lease["metadata"]["annotations"] = {WAITING: str(before.generation + 1)}
