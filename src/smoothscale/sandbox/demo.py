@@ -275,7 +275,8 @@ class Walkthrough:
             return f"{NAMESPACE}/{self._crash[0]}" in sandbox.kubelet.worker_pids()
 
         # With a lease, a lost pod's tasks wait at most for its lease to run out and a hand-over.
-        lost_pod_bound = None if self._lease is None else self._lease + FAILOVER_MARGIN
+        lease = self._lease
+        lost_pod_bound = None if lease is None else lease + FAILOVER_MARGIN
         steps = [
             _Step(
                 "create",
@@ -295,12 +296,12 @@ class Walkthrough:
                 max_gap=lost_pod_bound,
             ),
         ]
-        if self._lease is not None and lost_pod_bound is not None:
-            outage = _Outage(sandbox, lambda: self.timeline[-1], 2 * self._lease)
+        if lease is not None:
+            outage = _Outage(sandbox, lambda: self.timeline[-1], 2 * lease)
             steps.append(
                 _Step(
                     "zone-outage",
-                    f"stop every pod of one zone for {2 * self._lease:.0f} s: standbys elsewhere take over "
+                    f"stop every pod of one zone for {2 * lease:.0f} s: standbys elsewhere take over "
                     "once the lease ends",
                     outage.start,
                     # back, the zone's pods hold nothing until warmups and probing give them their share
