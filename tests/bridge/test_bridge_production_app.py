@@ -30,6 +30,7 @@ from smoothscale.sandbox.app_process import AppProcess
 from smoothscale.sandbox.harness import Sandbox
 from smoothscale.sandbox.kafka.broker import KafkaCluster
 from smoothscale.sandbox.kafka.topics import QUIET
+from smoothscale.sandbox.kafka.waiting import waiting_records
 from smoothscale.sandbox.kafka_streams import (
     SampleApp,
     create_sample_topics,
@@ -58,6 +59,8 @@ PARTITIONS = 8
 TASKS = 2 * PARTITIONS
 """Subtopology 0 (stateless) reads the orders, subtopology 1 (both stores) the repartition topic."""
 ORDERS_PER_STEP = 200
+REPARTITION = "by-customer"
+"""The sample's repartition topic's name in its topology (`OrdersTopology.REPARTITION`)."""
 UNTIMED = ("create", "crash")
 """Steps the issue's targets leave out: the app's start, a crashed pod (its tasks wait for its restart)."""
 
@@ -104,6 +107,18 @@ def leave_lines(sandbox: Sandbox, members: set[str]) -> list[str]:
         for line in log.read_text(errors="replace").splitlines()
         if "static members" in line or "Read generation" in line
     ][-40:]
+
+
+def warnings(sandbox: Sandbox) -> list[str]:
+    """The pods' last warnings and errors but their settings' (each JVM's start), in time order (each line
+    starts with its time): why an app's output fell short, when it does."""
+    assert sandbox.kubelet is not None
+    return sorted(
+        f"{line} ({log_pod(log)})"
+        for log in (sandbox.kubelet.root / "logs").glob("*.log")
+        for line in log.read_text(errors="replace").splitlines()
+        if " WARN " in line or " ERROR " in line
+    )[-60:]
 
 
 def window_counts(latest: dict[str, str]) -> Counter[str]:
@@ -185,7 +200,13 @@ def test_a_production_shaped_app_walks_every_step_with_every_order_counted_once(
     for name, figure in figures.items():
         print(f"{name}: {figure}{'' if name not in UNTIMED else ' (no target)'}")
 
-    assert latest_totals(bootstrap, totals, produced) == expected_totals(produced), "totals: each order once"
+    repartition = f"{kafka.app}-{REPARTITION}-repartition"
+    assert latest_totals(bootstrap, totals, produced) == expected_totals(produced), (
+        "totals: each order once; where records wait:\n"
+        + "\n".join(waiting_records(bootstrap, kafka.app, (orders, repartition, totals)))
+        + "\nthe pods' warnings:\n"
+        + "\n".join(warnings(sandbox))
+    )
     wanted = Counter(order_value(index).split(":")[0] for index in range(produced))
     latest: dict[str, str] = {}
     deadline = time.monotonic() + 120
