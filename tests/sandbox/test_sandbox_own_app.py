@@ -128,6 +128,12 @@ def test_inputs_are_topic_partitions_and_an_optional_rate() -> None:
         (["--kafka", "--app-jar", "{tmp}/missing.jar"], "does not exist"),
         (["--group-protocol", "streams"], "--group-protocol streams runs the app on real brokers"),
         (["--kafka", "--app-name", "shop"], "--app-name needs --app-jar"),
+        (["--history", "1000"], "--history fills the sample app's changelogs"),
+        (
+            ["--kafka", "--app-jar", "{jar}", "--history", "1000"],
+            "--history fills the sample app's changelogs",
+        ),
+        (["--kafka", "--history", "-1"], "Invalid value for '--history'"),
         (["--kafka", "--app-jar", "{jar}", "--app-name", "Shop_1"], "Invalid value for '--app-name'"),
         (["--kafka", "--app-jar", "{jar}", "--app-name", "shop-"], "ending with a letter or digit"),
         (["--kafka", "--app-jar", "{jar}", "--app-name", "a" * 51], "at most 50 characters"),

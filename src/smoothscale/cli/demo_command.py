@@ -150,6 +150,16 @@ characters (`<app>-<ordinal>`, two digits in the demo's walk)."""
     help="With --real-node: the Helm chart to install [default: charts/smoothscale, from the repository].",
 )
 @click.option(
+    "--history",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="RECORDS",
+    help="With --kafka (the sample app): put this many records in each partition of the app's changelogs "
+    "before it starts, as an app's that has run for a while: its pods then restore real stores and a "
+    "scale-out's new pods warm up before their tasks move, with progress and an ETA in the status.",
+)
+@click.option(
     "--json",
     "json_figures",
     is_flag=True,
@@ -173,6 +183,7 @@ def demo_command(
     node_images: Path | None,
     helm: Path | None,
     chart: Path | None,
+    history: int,
     json_figures: bool,
 ) -> None:
     """Run the operator on an emulated cluster (or a real API server: --kube-bin) through scale-out,
@@ -187,6 +198,11 @@ def demo_command(
     if streams_protocol and (not kafka or node_bin is not None):
         raise click.UsageError(
             "--group-protocol streams runs the app on real brokers: it needs --kafka, and not --real-node"
+        )
+    if history and (not kafka or app_jars or node_bin is not None):
+        raise click.UsageError(
+            "--history fills the sample app's changelogs on the demo's brokers: it needs --kafka, and "
+            "neither --app-jar (your app's stores are its own) nor --real-node"
         )
     own_app = None
     if app_jars:
@@ -232,6 +248,7 @@ def demo_command(
         own_app=own_app,
         streams_protocol=streams_protocol,
         json_figures=json_figures,
+        history=history,
     )
     sys.exit(exit_code)
 

@@ -31,7 +31,7 @@ from smoothscale.operator.kafka import plans
 from .app_process import AppProcess
 from .demo import APP, NAMESPACE, PARTITIONS, demo_app
 from .kafka.broker import KafkaCluster
-from .kafka.topics import QUIET, create_topic
+from .kafka.topics import QUIET, create_topic, produce
 from .kafka_streams import SampleApp, broker_assignor_jar, expected_totals, latest_totals, produce_orders
 from .streams_app import STREAMS_GROUP_CONFIGS, streams_protocol_env, streams_protocol_kafka
 
@@ -39,6 +39,8 @@ ORDERS = "orders"
 TOTALS = "totals"
 REPARTITION = f"{APP}-by-customer-repartition"
 """The sample app's repartition topic (its application id is the app's name): subtopology 1's input."""
+CHANGELOGS = (f"{APP}-order-versions-changelog", f"{APP}-customer-totals-changelog")
+"""The sample app's two stores' changelogs (`OrdersTopology`: `order-versions`, `customer-totals`)."""
 
 
 @dataclass(frozen=True)
@@ -116,24 +118,38 @@ def demo_kafka(
         yield streams_protocol_kafka(bootstrap)
 
 
+def fill_changelogs(bootstrap: str, records: int) -> None:
+    """Create the sample app's changelogs before it starts, `records` in each partition (partition p on the
+    broker of zone p mod 3), as an app's that has run for a while: the stores its pods restore are then what
+    a real app's are, not the demo's minutes of orders, and a scale-out's new pods warm up for a while
+    before their tasks move (`--history`; the embedded demo's workers start every changelog at 30,000
+    records the same way). The records' keys are none the app ever reads (`key-<n>`): its counts stay
+    exact. Kafka Streams takes an internal topic that exists with its partition count."""
+    replicas = [[p % 3 + 1] for p in range(PARTITIONS)]
+    compacted = {"cleanup.policy": "compact"}
+    for changelog in CHANGELOGS:
+        create_topic(bootstrap, changelog, PARTITIONS, replicas=replicas, config=compacted)
+        produce(bootstrap, changelog, dict.fromkeys(range(PARTITIONS), records))
+
+
 def kafka_streams_app(spec_kafka: Mapping[str, Any]) -> dict[str, Any]:
-    """The demo app run by real Kafka Streams pods: the same two subtopologies, subtopology 1 reading the
-    sample app's repartition topic; a killed instance leaves the group after 10 s, not Kafka's 45 s (on the
-    streams protocol a group config: `demo_kafka`). The acceptable recovery lag is 100, not 2,000: the
-    orders fill each changelog by tens of records a second, so that against 2,000 every new pod would count
-    as caught up and no warmup would show. On the streams protocol (`spec_kafka`'s `groupProtocol`) the pods
-    run without the bridge, tagged for the brokers' plugin (`streams_app.streams_protocol_env`), and the
-    operator learns the topology from the group coordinator (no `spec.topology`)."""
+    """The demo app run by real Kafka Streams pods: no `spec.topology` (the operator learns the sample's
+    two stateful subtopologies from the app); a killed instance leaves the group after 10 s, not Kafka's 45 s
+    (on the streams protocol a group config: `demo_kafka`). The acceptable recovery lag is 100, not 2,000:
+    the orders fill each changelog by tens of records a second, so that against 2,000 every new pod would
+    count as caught up and no warmup would show. On the streams protocol (`spec_kafka`'s `groupProtocol`)
+    the pods run without the bridge, tagged for the brokers' plugin (`streams_app.streams_protocol_env`)."""
     streams = spec_kafka.get("groupProtocol") == "streams"
     env = {"ORDERS_TOPIC": ORDERS, "TOTALS_TOPIC": TOTALS}
     app = _kafka_streams(spec_kafka, env if streams else {**env, "STREAMS_SESSION_TIMEOUT_MS": "10000"})
-    app["spec"]["topology"]["subtopologies"][1]["inputTopics"] = [REPARTITION]
+    # The operator learns the topology from the app (the bridge on the group leader, or on the streams
+    # protocol the group coordinator): both subtopologies stateful, as the sample's are. With the embedded
+    # demo's (subtopology 0 stateless: TopologyMismatch) it planned subtopology 0's tasks as if they had no
+    # state; on the streams protocol it kept probing for minutes after a swap, and with a `--history` the
+    # bridge kept those tasks where their state was (a fallback) while the plan moved them, round after round.
+    del app["spec"]["topology"]
     if streams:
         app["spec"]["template"]["spec"]["containers"][0]["env"] += streams_protocol_env(APP)
-        # The operator learns the topology from the group coordinator, both subtopologies stateful as the
-        # sample app's are. With the spec's (subtopology 0 stateless: TopologyMismatch) it kept probing
-        # ("standbys restoring toward the target") for minutes after a swap, every copy caught up.
-        del app["spec"]["topology"]
     return app
 
 

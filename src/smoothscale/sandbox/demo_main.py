@@ -25,6 +25,7 @@ from .demo_kafka import (
     OwnApp,
     classic_plan_differs,
     demo_kafka,
+    fill_changelogs,
     kafka_checks,
     kafka_streams_app,
     kafka_summary,
@@ -50,6 +51,7 @@ def run_demo(
     own_app: OwnApp | None = None,
     streams_protocol: bool = False,
     json_figures: bool = False,
+    history: int = 0,
 ) -> int:
     """0 when every step settled and no invariant broke, else 1. Every process it started is stopped before
     it returns (with `keep`, only once SIGINT or SIGTERM arrives). With `kube_bin` (the folder
@@ -61,8 +63,9 @@ def run_demo(
     `kafka`) the brokers load smoothscale's streams assignor and the app (the sample on Kafka Streams 4.4.0,
     or the user's, configured for it by its own settings) runs `group.protocol=streams`: what each pod runs
     is read from Kafka's view of the group (`streams_observe`), and the sample's last check also wants the
-    plugin as the group's assignor and every pod's standbys as planned. `json_figures` ends the output with
-    one JSON object of every step's figures (`report.step_figures`)."""
+    plugin as the group's assignor and every pod's standbys as planned. `history` (the sample on Kafka) puts
+    that many records in each partition of its changelogs before it starts (`fill_changelogs`).
+    `json_figures` ends the output with one JSON object of every step's figures (`report.step_figures`)."""
     first_address = _first_free_block()
     kafka = kafka or own_app is not None or streams_protocol
     name = APP if own_app is None else own_app.name
@@ -76,6 +79,10 @@ def run_demo(
             else None
         )
         bootstrap = None if spec_kafka is None else str(spec_kafka["bootstrapServers"])
+        if history and bootstrap is not None and own_app is None:
+            out.write(f"filling each changelog partition of the app with {history:,} records...\n")
+            out.flush()
+            fill_changelogs(bootstrap, history)
         observer = None
         if streams_protocol and bootstrap is not None:
             # only the latest sample is read: a demo kept running (`keep`) holds no growing history

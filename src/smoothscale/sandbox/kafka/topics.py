@@ -36,13 +36,18 @@ def create_topic(
     *,
     replication: int = 1,
     replicas: Sequence[Sequence[int]] | None = None,
+    config: Mapping[str, str] | None = None,
 ) -> None:
-    """Create `name`; `replicas[p]` lists the node ids holding partition p (then `replication` is unused)."""
+    """Create `name` with the topic `config` given; `replicas[p]` lists the node ids holding partition p (then
+    `replication` is unused)."""
+    settings = dict(config or {})
     if replicas is not None:
         # confluent-kafka wants the partition count with a replica assignment, and no replication factor.
-        topic = NewTopic(name, len(replicas), replica_assignment=[list(nodes) for nodes in replicas])
+        topic = NewTopic(
+            name, len(replicas), replica_assignment=[list(nodes) for nodes in replicas], config=settings
+        )
     else:
-        topic = NewTopic(name, partitions, replication)
+        topic = NewTopic(name, partitions, replication, config=settings)
     create_topics(bootstrap, [topic])
 
 
@@ -71,13 +76,18 @@ def create_topics(bootstrap: str, topics: Sequence[NewTopic]) -> None:
 
 
 def produce(bootstrap: str, topic: str, counts: Mapping[int, int]) -> None:
-    """`counts[p]` records into partition p, all acknowledged by every in-sync replica."""
+    """`counts[p]` records into partition p, all acknowledged by every in-sync replica. Any number: a full
+    send queue (librdkafka holds 100,000 records) waits for the brokers' acknowledgments."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **QUIET})
     for partition, count in counts.items():
         for index in range(count):
-            producer.produce(
-                topic, key=f"key-{index}".encode(), value=f"record-{index}".encode(), partition=partition
-            )
-    unsent = producer.flush(30)
+            key, value = f"key-{index}".encode(), f"record-{index}".encode()
+            while True:
+                try:
+                    producer.produce(topic, key=key, value=value, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.5)
+    unsent = producer.flush(60)
     if unsent:
-        raise RuntimeError(f"{unsent} records to {topic} were not acknowledged within 30 s")
+        raise RuntimeError(f"{unsent} records to {topic} were not acknowledged within 60 s")
