@@ -11,9 +11,11 @@ The estimate, from one round to the next (`RestoreMeter`, an immutable value in 
 
 - each pod's *catch-up rate* per warming copy: how fast its warmups' lags fall (records/s; the changelog's
   growth already taken off), an exponentially weighted mean over `TIME_CONSTANT_SECONDS`, weighted by time
-  as rounds come irregularly. Only copies whose lag fell and that are not yet caught up give a sample: a
-  copy whose pod has not started restoring it, or that caught up within the interval, would read as a
-  slower pod;
+  as rounds come irregularly. Only an interval all through which a copy restored gives a sample: its lag
+  fell in the interval before too, and it is not caught up yet. A copy whose pod has not started restoring
+  it, that started within the interval or caught up within it would read as a slower pod (on real Kafka
+  Streams, restoring 300,000 records in two or three seconds, the first interval's half-fall held every
+  rate at a third of the true one for the whole migration: ETAs twice too far);
 - the *start-up time* of a warmup: slot-seconds a warmup slot that had work stood without a copy restoring
   in it (a new warmup's pod not restoring yet, a caught-up copy waiting for its move) per warmup started,
   less the half round interval such a slot waits on average for the round that sees the copy caught up;
@@ -132,6 +134,9 @@ class RestoreMeter:
     last: datetime | None = None
     seen: Mapping[Copy, int] = field(default_factory=dict)
     """Each warming copy's lag at the last round."""
+    falling: frozenset[Copy] = frozenset()
+    """The copies whose lag fell from the round before the last to the last: restoring all through the
+    interval that follows, so that its fall is a rate sample."""
     restored: float = 0.0
     idle: float = 0.0
     """Slot-seconds no copy restored in a slot that had work to do."""
@@ -156,6 +161,7 @@ class RestoreMeter:
         if dt <= 0:
             return self
         fallen: dict[str, list[float]] = {}
+        falling: set[Copy] = set()
         restored = self.restored
         restoring = 0.0
         for copy, lag in lags.items():
@@ -165,10 +171,12 @@ class RestoreMeter:
             if lag >= before:
                 continue  # not restoring (yet, or any more): its slot is idle, which is no rate of 0
             restored += before - lag
+            falling.add(copy)
             if caught_up(lag, work.caught_up):
                 restoring += 0.5 * (copy in slotted)  # caught up within the interval: no rate from a part
             else:
-                fallen.setdefault(copy[1], []).append(before - lag)
+                if copy in self.falling:  # else it began within the interval: no rate from a part either
+                    fallen.setdefault(copy[1], []).append(before - lag)
                 restoring += copy in slotted
         for copy, before in self.seen.items():
             if copy not in lags:  # caught up and moved (its last lag was within the acceptable lag)
@@ -188,6 +196,7 @@ class RestoreMeter:
             rated_at=rated_at,
             last=now,
             seen=lags,
+            falling=frozenset(falling),
             restored=restored,
             idle=self.idle + max(busy - restoring, 0) * dt,
             starts=self.starts + sum(1 for copy in slotted if copy not in self.seen),
