@@ -10,7 +10,7 @@ printed beside it. Goals: within 20 % at 10 % progress, within 10 % at 50 %.
 Two sources:
 - the simulator, every scenario of the library (`examples/scenarios`) under smoothscale, the operator's own
   round with its estimate, every migration of each;
-- `--demo kafka`: `smoothscale demo --kafka --history 300000 --json` (three real brokers, the Java sample
+- `--demo kafka`: `smoothscale demo --kafka --history 1000000 --json` (three real brokers, the Java sample
   app on Kafka Streams, its changelogs filled first: `KAFKA_HISTORY`), whose steps record each status the
   operator wrote (`status.progress`) once a second.
 
@@ -19,6 +19,7 @@ units in the keys.
 
     python benchmarks/eta_bench.py                  # the simulator's library
     python benchmarks/eta_bench.py --demo kafka     # and the demo on real Kafka Streams (minutes)
+    python benchmarks/eta_bench.py --demo kafka --history 300000   # smaller stores, a shorter run
     python benchmarks/eta_bench.py --demo worker    # and the demo's sample workers (a minute and a half)
 """
 
@@ -42,10 +43,11 @@ MARKS = (10, 50, 90)
 """Progress (percent of the records to restore) at which the ETA is read."""
 GOALS = {10: 20.0, 50: 10.0}
 """The error allowed at a mark, in percent of the migration's duration."""
-KAFKA_HISTORY = 300_000
+KAFKA_HISTORY = 1_000_000
 """Records in each partition of the sample app's changelogs before the Kafka demo starts (`--history`):
 Kafka Streams restores its minutes of orders within a round, before any rate is measured, so its
-migrations would show no ETA to judge; with this history a warmup restores for seconds, as a real app's."""
+migrations would show no ETA to judge. With 300,000 a warmup restores in two or three of the demo's
+one-second rounds, too few to measure it by; with 1,000,000 it restores over six or seven."""
 
 
 @dataclass(frozen=True)
@@ -135,13 +137,13 @@ def _seconds(moment: Any) -> float | None:
     return None if moment is None else (moment - EPOCH).total_seconds()
 
 
-def demo(kind: str, output: Path | None) -> list[Migration]:
+def demo(kind: str, output: Path | None, history: int = KAFKA_HISTORY) -> list[Migration]:
     """The migrations of `smoothscale demo --json` (`kafka`: `--kafka`, on real Kafka Streams; `worker`: the
     sample workers), one per step that moved tasks, from the progress its status showed once a second
     (`report.step_figures`: `migrations`); `output` keeps the demo's folder (its PNG timeline marks each
     migration's first ETA beside its end)."""
     command = [sys.executable, "-m", "smoothscale.cli", "demo", "--json"]
-    command += ["--kafka", "--history", str(KAFKA_HISTORY)] if kind == "kafka" else []
+    command += ["--kafka", "--history", str(history)] if kind == "kafka" else []
     command += ["--output-dir", str(output / kind)] if output is not None else []
     run = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
     if run.returncode not in (0, 1):
@@ -183,12 +185,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--demo", choices=("kafka", "worker"), action="append", default=[])
     parser.add_argument("--output-dir", type=Path, help="keep each demo's folder (its PNG timeline) here")
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=KAFKA_HISTORY,
+        help=f"records per changelog partition of the Kafka demo's app (default {KAFKA_HISTORY:,})",
+    )
     args = parser.parse_args()
     found: dict[str, list[Migration]] = {"simulator": []}
     for path in sorted(LIBRARY.glob("*.yaml")):
         found["simulator"] += simulated(path)
     for kind in args.demo:
-        found[f"demo_{kind}"] = demo(kind, args.output_dir)
+        found[f"demo_{kind}"] = demo(kind, args.output_dir, args.history)
     header = f"{'migration':<44} {'s':>7} {'records':>11}   " + "   ".join(
         f"ETA error at {m}%" for m in MARKS
     )
