@@ -117,7 +117,7 @@ def warnings(sandbox: Sandbox) -> list[str]:
         f"{line} ({log_pod(log)})"
         for log in (sandbox.kubelet.root / "logs").glob("*.log")
         for line in log.read_text(errors="replace").splitlines()
-        if " WARN " in line or " ERROR " in line
+        if (" WARN " in line or " ERROR " in line) and "(org.apache.kafka.streams.StreamsConfig)" not in line
     )[-60:]
 
 
